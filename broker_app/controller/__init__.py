@@ -1,0 +1,1 @@
+"""Controller: metadata log, broker registration, leader election, ISR commits."""

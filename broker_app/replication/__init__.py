@@ -1,0 +1,1 @@
+"""Replication core (sans-I/O): Partition, ISR/HW, ReplicaManager, DelayedProduce, Purgatory."""

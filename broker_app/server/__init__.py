@@ -1,0 +1,1 @@
+"""Server edge: asyncio socket server and the request handlers (KafkaApis)."""

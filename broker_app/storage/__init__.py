@@ -1,0 +1,1 @@
+"""Storage: Log, LogSegment, OffsetIndex, checkpoints, LeaderEpochCache, recovery."""

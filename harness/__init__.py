@@ -1,0 +1,1 @@
+"""highwater harness: the Jepsen-style cluster, client, generator, nemesis, checker, store."""

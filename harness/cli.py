@@ -1,0 +1,45 @@
+"""The `highwater` command line.
+
+Each subcommand lives in its own module, which exposes
+`add_arguments(parser: argparse.ArgumentParser) -> None` and `run(args) -> int`.
+Modules are imported only when their subcommand runs, so `highwater broker`
+never pays for importing Spark. To add a subcommand, add one row to COMMANDS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module path, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "broker": ("broker_app.server.main", "run one broker"),
+    "dump-log": ("broker_app.storage.dump", "print the batches of a segment, like kafka-dump-log"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="highwater", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_path, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text)
+        p.set_defaults(_module=module_path)
+        # Argument definitions live with the command; import is cheap for all but
+        # the heavy modules, which must keep heavy imports inside run().
+        importlib.import_module(module_path).add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    module = importlib.import_module(args._module)
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
