@@ -1,0 +1,21 @@
+"""Dispatch `highwater bench <target>` to harness.bench.<module>."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+# target -> (module path, help)
+TARGETS: dict[str, tuple[str, str]] = {}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="bench_target", metavar="TARGET", required=True)
+    for name, (module_path, help_text) in TARGETS.items():
+        p = sub.add_parser(name, help=help_text)
+        p.set_defaults(_bench_module=module_path)
+        importlib.import_module(module_path).add_arguments(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    return int(importlib.import_module(args._bench_module).run(args) or 0)
