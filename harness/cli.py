@@ -16,6 +16,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "broker": ("broker_app.server.main", "run one broker"),
     "dump-log": ("broker_app.storage.dump", "print the batches of a segment, like kafka-dump-log"),
+    "demo": ("harness.demo", "start one broker, produce and consume with a real client"),
     "bench": ("harness.bench.cli", "benchmarks: broker, cluster, proxy, checker"),
 }
 
