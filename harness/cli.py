@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dump-log": ("broker_app.storage.dump", "print the batches of a segment, like kafka-dump-log"),
     "demo": ("harness.demo", "start one broker, produce and consume with a real client"),
     "bench": ("harness.bench.cli", "benchmarks: broker, cluster, proxy, checker"),
+    "toxiproxy-server": ("harness.toxiproxy_server.main", "run the Toxiproxy-compatible server"),
 }
 
 
