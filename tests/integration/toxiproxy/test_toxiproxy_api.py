@@ -84,6 +84,17 @@ def test_status_codes_of_proxy_endpoints(toxiproxy_process, toxiproxy, echo_serv
         r = requests.post(f"{url}/proxies", json=bad, timeout=TIMEOUT)
         assert r.status_code == 400, bad
         assert field in r.json()["error"], r.json()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = f"127.0.0.1:{busy.getsockname()[1]}"
+        r = requests.post(
+            f"{url}/proxies",
+            timeout=TIMEOUT,
+            json={"name": "x", "listen": taken, "upstream": echo_server.address},
+        )
+        assert r.status_code == 500 and taken in r.json()["error"]  # as Toxiproxy: not an ApiError
+        assert requests.get(f"{url}/proxies/x", timeout=TIMEOUT).status_code == 404
     r = requests.post(f"{url}/proxies", data=b"{not json", timeout=TIMEOUT)
     assert r.status_code == 400 and "bad request body" in r.json()["error"]
 
