@@ -13,6 +13,7 @@ v0 otherwise, and ALWAYS v0 for ApiVersions (clients parse it before knowing our
 from __future__ import annotations
 
 import io
+import logging
 import struct
 from dataclasses import dataclass
 from functools import cache
@@ -25,6 +26,8 @@ from kio.serial import entity_reader, entity_writer
 
 from .apis import ApiKey, is_supported
 from .errors import MalformedRequest, UnsupportedRequest
+
+log = logging.getLogger(__name__)
 
 _PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _INT32 = struct.Struct(">i")
@@ -89,8 +92,13 @@ def decode_request(frame: bytes) -> Request:
             f"bad {cls.__name__} body at byte {offset} ({where}): {type(e).__name__}: {e}"
         ) from e
     if offset + size != len(frame):
-        raise MalformedRequest(
-            f"{cls.__name__} ({where}) has {len(frame) - offset - size} trailing bytes"
+        # Kafka ignores bytes after the body too, and librdkafka 2.16 sends some (3 extra bytes
+        # on an all-topics Metadata v12), so rejecting them would lock real clients out.
+        log.debug(
+            "%s (%s) has %d trailing bytes, ignored",
+            cls.__name__,
+            where,
+            len(frame) - offset - size,
         )
     return Request(api_key, api_version, correlation_id, header.client_id, body)
 

@@ -1,7 +1,8 @@
 """Build kio entities of any version from plain Python values.
 
 Handlers describe a response once, as nested dicts/lists holding plain ints, strings and bytes
-(error codes as int, durations as int milliseconds), a superset of the fields of every version;
+(error codes as int, durations and timestamps as int milliseconds, -1 = none), a superset of
+the fields of every version;
 `build(ResponseClass, data)` keeps the fields the chosen version has, fills the rest from
 their defaults and converts to the kio field types. This keeps one handler per API instead of
 one per version. A missing field without a default is a programming error (TypeError naming it).
@@ -48,6 +49,9 @@ def _convert(kafka_type: str | None, value: Any) -> Any:
         if isinstance(value, datetime.timedelta):
             return value
         return datetime.timedelta(milliseconds=value)
+    if kafka_type == "datetime_i64" and isinstance(value, int):
+        # -1 means "no timestamp" on the wire; kio writes None as -1.
+        return None if value < 0 else datetime.datetime.fromtimestamp(value / 1000, datetime.UTC)
     return value
 
 

@@ -1,0 +1,588 @@
+"""KafkaApis: one handler per API; a decoded request in, a response entity out. No sockets.
+
+`handle(request)` returns one of:
+  - a kio response entity, to be encoded and sent;
+  - NO_RESPONSE (a Produce with acks=0: Kafka sends nothing back);
+  - a DelayedFetch, which the network edge parks until new data arrives (ReplicaManager's
+    append listeners) or its max_wait expires, then calls `complete(force)` again;
+  - CloseConnection(reason), when the only correct reaction is to drop the client
+    (e.g. a failed acks=0 produce, which the client can notice only that way).
+Handlers build responses as plain dicts valid for every advertised version and protocol.entities
+turns them into the requested version's classes. Unknown api keys/versions never reach here
+(codec raises UnsupportedRequest; the network edge closes the connection).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from broker_app.config import BrokerConfig
+from broker_app.coordinator.group_coordinator import GroupCoordinator, OffsetAndMetadata
+from broker_app.coordinator.producer_ids import ProducerIdManager
+from broker_app.protocol.apis import SUPPORTED_APIS, ApiKey
+from broker_app.protocol.codec import Request, response_class
+from broker_app.protocol.entities import build
+from broker_app.protocol.error_codes import Errors
+from broker_app.replication.replica_manager import (
+    ACKS_NONE,
+    FetchRequestPartition,
+    ReplicaManager,
+)
+from broker_app.storage.errors import StorageError
+
+from .topic_store import TopicError, TopicInfo, TopicStore
+
+log = logging.getLogger(__name__)
+
+CONFIG_SOURCE_TOPIC = 1  # DescribeConfigs/CreateTopics ConfigSource.TOPIC_CONFIG
+
+
+class _NoResponse:
+    def __repr__(self) -> str:
+        return "NO_RESPONSE"
+
+
+NO_RESPONSE = _NoResponse()
+
+
+@dataclass
+class CloseConnection:
+    reason: str
+
+
+@dataclass
+class DelayedFetch:
+    """A fetch waiting for min_bytes of data or max_wait_ms, whichever comes first."""
+
+    max_wait_ms: int
+    complete: Callable[[bool], Any]  # complete(force) -> response entity, or None to keep waiting
+
+
+def _ms(value: Any) -> int:
+    """kio gives durations as timedelta; clients may send negative values (treated as 0)."""
+    if value is None:
+        return 0
+    ms = int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
+    return max(ms, 0)
+
+
+class KafkaApis:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        replica_manager: ReplicaManager,
+        topics: TopicStore,
+        groups: GroupCoordinator,
+        producer_ids: ProducerIdManager,
+    ) -> None:
+        self.config = config
+        self.replica_manager = replica_manager
+        self.topics = topics
+        self.groups = groups
+        self.producer_ids = producer_ids
+        self._handlers: dict[int, Callable[[Request], Any]] = {
+            ApiKey.API_VERSIONS: self.handle_api_versions,
+            ApiKey.METADATA: self.handle_metadata,
+            ApiKey.CREATE_TOPICS: self.handle_create_topics,
+            ApiKey.PRODUCE: self.handle_produce,
+            ApiKey.FETCH: self.handle_fetch,
+            ApiKey.LIST_OFFSETS: self.handle_list_offsets,
+            ApiKey.FIND_COORDINATOR: self.handle_find_coordinator,
+            ApiKey.OFFSET_COMMIT: self.handle_offset_commit,
+            ApiKey.OFFSET_FETCH: self.handle_offset_fetch,
+            ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
+        }
+        for info in list(self.topics.topics.values()):
+            self._host_topic(info)
+
+    # -- dispatch ---------------------------------------------------------------------
+
+    def handle(self, request: Request) -> Any:
+        return self._handlers[request.api_key](request)
+
+    def _respond(self, request: Request, data: dict[str, Any]) -> Any:
+        return build(response_class(request.api_key, request.api_version), data)
+
+    def _host_topic(self, info: TopicInfo) -> None:
+        min_isr = info.min_insync_replicas(self.config.min_insync_replicas)
+        for p in range(info.num_partitions):
+            self.replica_manager.make_leader(info.name, p, min_isr)
+
+    # -- ApiVersions --------------------------------------------------------------------
+
+    def handle_api_versions(self, request: Request) -> Any:
+        api_keys = [
+            {"api_key": k, "min_version": vr.min_version, "max_version": vr.max_version}
+            for k, vr in sorted(SUPPORTED_APIS.items())
+        ]
+        if request.unsupported_api_versions:
+            # KIP-511: answer in v0 (readable by every client), listing our ranges.
+            log.info(
+                "ApiVersions v%d unsupported; replying UNSUPPORTED_VERSION in v0",
+                request.api_version,
+            )
+            return build(
+                response_class(ApiKey.API_VERSIONS, 0),
+                {"error_code": Errors.UNSUPPORTED_VERSION, "api_keys": api_keys},
+            )
+        return self._respond(
+            request, {"error_code": Errors.NONE, "api_keys": api_keys, "throttle_time": 0}
+        )
+
+    # -- Metadata -----------------------------------------------------------------------
+
+    def handle_metadata(self, request: Request) -> Any:
+        body = request.body
+        host, port = self.config.advertised
+        requested = body.topics
+        if requested is None or (request.api_version == 0 and not requested):
+            wanted: list[tuple[str | None, Any]] = [(n, None) for n in sorted(self.topics.topics)]
+        else:
+            wanted = [(t.name, getattr(t, "topic_id", None)) for t in requested]
+        # Before v4 there is no flag and Kafka auto-creates when the broker allows it.
+        allow_auto = getattr(body, "allow_auto_topic_creation", True)
+        topics = []
+        for name, topic_id in wanted:
+            info = self.topics.get(name) if name else None
+            if info is None and name is None and topic_id is not None:
+                info = self.topics.by_id.get(topic_id)
+                if info is None:
+                    topics.append(
+                        self._metadata_topic_error(None, topic_id, Errors.UNKNOWN_TOPIC_ID)
+                    )
+                    continue
+            if info is None and name is not None:
+                if allow_auto and self.config.auto_create_topics:
+                    try:
+                        info = self._create_topic(
+                            name,
+                            self.config.num_partitions,
+                            self.config.default_replication_factor,
+                            {},
+                        )
+                        log.info("auto-created topic %r", name)
+                    except TopicError as e:
+                        topics.append(self._metadata_topic_error(name, None, e.error_code))
+                        continue
+                else:
+                    topics.append(
+                        self._metadata_topic_error(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                    )
+                    continue
+            assert info is not None
+            topics.append(self._metadata_topic(info))
+        return self._respond(
+            request,
+            {
+                "throttle_time": 0,
+                "brokers": [{"node_id": self.config.node_id, "host": host, "port": port}],
+                "cluster_id": self.config.cluster_id,
+                "controller_id": self.config.node_id,
+                "topics": topics,
+            },
+        )
+
+    def _metadata_topic(self, info: TopicInfo) -> dict[str, Any]:
+        partitions = []
+        for p in range(info.num_partitions):
+            state = self.replica_manager.get_partition(info.name, p)
+            partitions.append(
+                {
+                    "error_code": Errors.NONE if state else Errors.LEADER_NOT_AVAILABLE,
+                    "partition_index": p,
+                    "leader_id": state.leader_id if state else -1,
+                    "leader_epoch": state.leader_epoch if state else -1,
+                    "replica_nodes": [self.config.node_id],
+                    "isr_nodes": sorted(state.isr) if state else [],
+                    "offline_replicas": [],
+                }
+            )
+        return {
+            "error_code": Errors.NONE,
+            "name": info.name,
+            "topic_id": info.topic_id,
+            "is_internal": False,
+            "partitions": partitions,
+        }
+
+    @staticmethod
+    def _metadata_topic_error(name: str | None, topic_id: Any, code: int) -> dict[str, Any]:
+        return {
+            "error_code": code,
+            "name": name if name is not None else "",
+            "topic_id": topic_id or uuid.UUID(int=0),
+            "partitions": [],
+        }
+
+    # -- CreateTopics ---------------------------------------------------------------------
+
+    def _create_topic(
+        self, name: str, num_partitions: int, replication_factor: int, configs: dict
+    ) -> TopicInfo:
+        clean = self.topics.check_new(name, num_partitions, replication_factor, configs)
+        info = self.topics.create(name, num_partitions, replication_factor, clean)
+        self._host_topic(info)
+        return info
+
+    def handle_create_topics(self, request: Request) -> Any:
+        body = request.body
+        validate_only = getattr(body, "validate_only", False)
+        seen: dict[str, int] = {}
+        for t in body.topics:
+            seen[t.name] = seen.get(t.name, 0) + 1
+        results = []
+        for t in body.topics:
+            entry: dict[str, Any] = {
+                "name": t.name,
+                "topic_id": uuid.UUID(int=0),
+                "error_code": Errors.NONE,
+                "error_message": None,
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "configs": [],
+            }
+            try:
+                if seen[t.name] > 1:
+                    raise TopicError(
+                        Errors.INVALID_REQUEST, f"topic {t.name!r} appears more than once"
+                    )
+                num_partitions, rf = self._resolve_layout(t)
+                configs = {c.name: c.value for c in t.configs}
+                if validate_only:
+                    clean = self.topics.check_new(t.name, num_partitions, rf, configs)
+                    info = None
+                else:
+                    info = self._create_topic(t.name, num_partitions, rf, configs)
+                    clean = info.configs
+                    entry["topic_id"] = info.topic_id
+                    log.info(
+                        "created topic %r partitions=%d rf=%d configs=%s",
+                        t.name,
+                        num_partitions,
+                        rf,
+                        clean,
+                    )
+                entry["num_partitions"] = num_partitions
+                entry["replication_factor"] = rf
+                entry["configs"] = [
+                    {
+                        "name": k,
+                        "value": v,
+                        "read_only": False,
+                        "config_source": CONFIG_SOURCE_TOPIC,
+                        "is_sensitive": False,
+                    }
+                    for k, v in sorted(clean.items())
+                ]
+            except TopicError as e:
+                entry["error_code"] = e.error_code
+                entry["error_message"] = str(e)
+                log.info("CreateTopics %r rejected: %s", t.name, e)
+            results.append(entry)
+        return self._respond(request, {"throttle_time": 0, "topics": results})
+
+    def _resolve_layout(self, t: Any) -> tuple[int, int]:
+        num_partitions = t.num_partitions
+        rf = t.replication_factor
+        if t.assignments:
+            if num_partitions != -1 or rf != -1:
+                raise TopicError(
+                    Errors.INVALID_REQUEST,
+                    "both replica assignments and num_partitions/replication_factor were given",
+                )
+            indexes = sorted(a.partition_index for a in t.assignments)
+            if indexes != list(range(len(indexes))):
+                raise TopicError(
+                    Errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"assignment partitions must be 0..{len(indexes) - 1}, got {indexes}",
+                )
+            for a in t.assignments:
+                if list(a.broker_ids) != [self.config.node_id]:
+                    raise TopicError(
+                        Errors.INVALID_REPLICA_ASSIGNMENT,
+                        f"partition {a.partition_index} assigned to brokers {list(a.broker_ids)};"
+                        f" only broker {self.config.node_id} exists",
+                    )
+            return len(indexes), 1
+        if num_partitions == -1:
+            num_partitions = self.config.num_partitions
+        if rf == -1:
+            rf = self.config.default_replication_factor
+        return num_partitions, rf
+
+    # -- Produce ----------------------------------------------------------------------------
+
+    def handle_produce(self, request: Request) -> Any:
+        body = request.body
+        acks = body.acks
+        entries: dict[tuple[str, int], bytes | None] = {}
+        txn_rejected: set[tuple[str, int]] = set()
+        for t in body.topic_data:
+            for p in t.partition_data:
+                tp = (t.name, p.index)
+                if body.transactional_id is not None:
+                    txn_rejected.add(tp)
+                else:
+                    entries[tp] = p.records
+        results = self.replica_manager.append_records(acks, entries)
+        if acks == ACKS_NONE:
+            failed = [(tp, r) for tp, r in results.items() if r.error_code != Errors.NONE]
+            if failed or txn_rejected:
+                # Kafka closes the connection so an acks=0 producer notices something failed.
+                tp, r = failed[0] if failed else (next(iter(txn_rejected)), None)
+                return CloseConnection(
+                    f"acks=0 produce to {tp[0]}-{tp[1]} failed"
+                    + (f": error {r.error_code} {r.error_message}" if r else ": transactional")
+                )
+            return NO_RESPONSE
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for t in body.topic_data:
+            for p in t.partition_data:
+                tp = (t.name, p.index)
+                if tp in txn_rejected:
+                    part = {
+                        "index": p.index,
+                        "error_code": Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        "base_offset": -1,
+                        "log_append_time": -1,
+                        "log_start_offset": -1,
+                        "error_message": "transactions are not supported by this broker",
+                    }
+                else:
+                    r = results[tp]
+                    part = {
+                        "index": p.index,
+                        "error_code": r.error_code,
+                        "base_offset": r.base_offset,
+                        "log_append_time": -1,
+                        "log_start_offset": r.log_start_offset,
+                        "record_errors": [],
+                        "error_message": r.error_message,
+                    }
+                by_topic.setdefault(t.name, []).append(part)
+        return self._respond(
+            request,
+            {
+                "responses": [
+                    {"name": n, "partition_responses": parts} for n, parts in by_topic.items()
+                ],
+                "throttle_time": 0,
+            },
+        )
+
+    # -- Fetch --------------------------------------------------------------------------
+
+    def handle_fetch(self, request: Request) -> Any:
+        body = request.body
+        reqs: dict[tuple[str, int], FetchRequestPartition] = {}
+        for t in body.topics:
+            for p in t.partitions:
+                reqs[(t.topic, p.partition)] = FetchRequestPartition(
+                    p.fetch_offset, max(p.partition_max_bytes, 0)
+                )
+        max_bytes = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
+        min_bytes = body.min_bytes
+        max_wait_ms = min(_ms(body.max_wait), self.config.fetch_max_wait_ms_cap)
+
+        def complete(force: bool) -> Any:
+            results = self.replica_manager.fetch_messages(reqs, max_bytes)
+            size = sum(len(r.records) for r in results.values())
+            errors = any(r.error_code != Errors.NONE for r in results.values())
+            if not force and not errors and size < max(min_bytes, 1):
+                return None
+            return self._fetch_response(request, results)
+
+        response = complete(max_wait_ms <= 0 or min_bytes <= 0 or not reqs)
+        if response is not None:
+            return response
+        return DelayedFetch(max_wait_ms, complete)
+
+    def _fetch_response(self, request: Request, results: dict) -> Any:
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), r in results.items():
+            by_topic.setdefault(topic, []).append(
+                {
+                    "partition_index": partition,
+                    "error_code": r.error_code,
+                    "high_watermark": r.high_watermark,
+                    "last_stable_offset": r.last_stable_offset,
+                    "log_start_offset": r.log_start_offset,
+                    "aborted_transactions": [],
+                    "preferred_read_replica": -1,
+                    "records": r.records,
+                }
+            )
+        return self._respond(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": Errors.NONE,
+                # Session id 0: no incremental fetch sessions; every request is a full fetch.
+                "session_id": 0,
+                "responses": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+            },
+        )
+
+    # -- ListOffsets ----------------------------------------------------------------------
+
+    def handle_list_offsets(self, request: Request) -> Any:
+        topics = []
+        for t in request.body.topics:
+            parts = []
+            for p in t.partitions:
+                parts.append(self._list_offset(t.name, p))
+            topics.append({"name": t.name, "partitions": parts})
+        return self._respond(request, {"throttle_time": 0, "topics": topics})
+
+    def _list_offset(self, topic: str, p: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "partition_index": p.partition_index,
+            "error_code": Errors.NONE,
+            "timestamp": -1,
+            "offset": -1,
+            "leader_epoch": -1,
+        }
+        state = self.replica_manager.get_partition(topic, p.partition_index)
+        if state is None:
+            out["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            return out
+        current = getattr(p, "current_leader_epoch", -1)
+        if current >= 0 and current != state.leader_epoch:
+            out["error_code"] = (
+                Errors.FENCED_LEADER_EPOCH
+                if current < state.leader_epoch
+                else Errors.UNKNOWN_LEADER_EPOCH
+            )
+            return out
+        lg = state.log
+        ts = p.timestamp
+        out["leader_epoch"] = state.leader_epoch
+        if ts == -2:  # EARLIEST_TIMESTAMP
+            out["offset"] = lg.log_start_offset
+        elif ts == -1:  # LATEST_TIMESTAMP: consumers see the HW (= LSO, no transactions)
+            out["offset"] = lg.high_watermark
+        else:
+            try:
+                found = lg.fetch_offset_by_timestamp(ts)
+            except StorageError as e:
+                out["error_code"] = e.kafka_error_code
+                return out
+            if found is not None:
+                out["timestamp"], out["offset"] = _timestamp_and_offset(found)
+        return out
+
+    # -- FindCoordinator ----------------------------------------------------------------
+
+    def handle_find_coordinator(self, request: Request) -> Any:
+        host, port = self.config.advertised
+        return self._respond(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": Errors.NONE,
+                "error_message": None,
+                "node_id": self.config.node_id,
+                "host": host,
+                "port": port,
+            },
+        )
+
+    # -- OffsetCommit / OffsetFetch ------------------------------------------------------
+
+    def handle_offset_commit(self, request: Request) -> Any:
+        body = request.body
+        now_ms = int(time.time() * 1000)
+        topics = []
+        to_commit: dict[tuple[str, int], OffsetAndMetadata] = {}
+        for t in body.topics:
+            parts = []
+            for p in t.partitions:
+                code = Errors.NONE
+                metadata = p.committed_metadata or ""
+                if not body.group_id:
+                    code = Errors.INVALID_GROUP_ID
+                elif self.replica_manager.get_partition(t.name, p.partition_index) is None:
+                    code = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                elif len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+                    code = Errors.OFFSET_METADATA_TOO_LARGE
+                else:
+                    to_commit[(t.name, p.partition_index)] = OffsetAndMetadata(
+                        p.committed_offset,
+                        getattr(p, "committed_leader_epoch", -1),
+                        metadata,
+                        now_ms,
+                    )
+                parts.append({"partition_index": p.partition_index, "error_code": code})
+            topics.append({"name": t.name, "partitions": parts})
+        self.groups.commit(body.group_id, to_commit)
+        return self._respond(request, {"throttle_time": 0, "topics": topics})
+
+    def handle_offset_fetch(self, request: Request) -> Any:
+        body = request.body
+        group = body.group_id
+        if body.topics is None:
+            wanted: dict[str, list[int]] = {}
+            for topic, partition in self.groups.committed_partitions(group):
+                wanted.setdefault(topic, []).append(partition)
+        else:
+            wanted = {t.name: list(t.partition_indexes) for t in body.topics}
+        topics = []
+        for name, partitions in wanted.items():
+            parts = []
+            for p in partitions:
+                committed = self.groups.fetch(group, (name, p))
+                parts.append(
+                    {
+                        "partition_index": p,
+                        "committed_offset": committed.offset if committed else -1,
+                        "committed_leader_epoch": committed.leader_epoch if committed else -1,
+                        "metadata": committed.metadata if committed else "",
+                        "error_code": Errors.NONE,
+                    }
+                )
+            topics.append({"name": name, "partitions": parts})
+        return self._respond(
+            request, {"throttle_time": 0, "topics": topics, "error_code": Errors.NONE}
+        )
+
+    # -- InitProducerId -----------------------------------------------------------------
+
+    def handle_init_producer_id(self, request: Request) -> Any:
+        body = request.body
+        if body.transactional_id is not None:
+            log.info("InitProducerId for transactional id %r refused", body.transactional_id)
+            return self._respond(
+                request,
+                {
+                    "throttle_time": 0,
+                    "error_code": Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                    "producer_id": -1,
+                    "producer_epoch": -1,
+                },
+            )
+        # Idempotent-only producers (also when re-initialising after an error, KIP-360)
+        # get a fresh producer id with epoch 0, as Kafka does without a transactional id.
+        pid = self.producer_ids.generate()
+        return self._respond(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": Errors.NONE,
+                "producer_id": pid,
+                "producer_epoch": 0,
+            },
+        )
+
+
+def _timestamp_and_offset(found: Any) -> tuple[int, int]:
+    """Log.fetch_offset_by_timestamp may return (timestamp, offset), an object, or an offset."""
+    if isinstance(found, tuple):
+        return int(found[0]), int(found[1])
+    if hasattr(found, "offset"):
+        return int(getattr(found, "timestamp", -1)), int(found.offset)
+    return -1, int(found)

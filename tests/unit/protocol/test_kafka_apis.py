@@ -1,0 +1,270 @@
+"""KafkaApis without sockets: every advertised (api, version) decodes, is handled and encodes;
+plus the produce/fetch/offsets rules on a real Log in a tmp dir."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker_app.config import BrokerConfig
+from broker_app.protocol.apis import SUPPORTED_APIS, ApiKey
+from broker_app.protocol.codec import (
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    request_class,
+)
+from broker_app.protocol.entities import build
+from broker_app.protocol.error_codes import Errors
+from broker_app.server.kafka_apis import NO_RESPONSE, CloseConnection, DelayedFetch, KafkaApis
+from broker_app.server.main import build_broker
+from broker_app.storage.records import build_batch
+
+
+@pytest.fixture
+def apis(tmp_path: Path):
+    config = BrokerConfig(node_id=1, data_dir=tmp_path / "data", port=9092)
+    apis, log_manager = build_broker(config)
+    try:
+        yield apis
+    finally:
+        log_manager.shutdown()
+
+
+def request_data(api_key: int, batch: bytes) -> dict[str, Any]:
+    """A superset request body valid for every version of `api_key`."""
+    return {
+        ApiKey.API_VERSIONS: {"client_software_name": "t", "client_software_version": "1"},
+        ApiKey.METADATA: {
+            "topics": [{"name": "t", "topic_id": uuid.UUID(int=0)}],
+            "allow_auto_topic_creation": True,
+            "include_topic_authorized_operations": False,
+            "include_cluster_authorized_operations": False,
+        },
+        ApiKey.CREATE_TOPICS: {
+            "topics": [
+                {
+                    "name": "t",
+                    "num_partitions": 1,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [{"name": "min.insync.replicas", "value": "1"}],
+                }
+            ],
+            "timeout": 1000,
+            "validate_only": False,
+        },
+        ApiKey.PRODUCE: {
+            "transactional_id": None,
+            "acks": 1,
+            "timeout": 1000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": batch}]}],
+        },
+        ApiKey.FETCH: {
+            "replica_id": -1,
+            "max_wait": 0,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic": "t",
+                    "partitions": [
+                        {
+                            "partition": 0,
+                            "current_leader_epoch": -1,
+                            "fetch_offset": 0,
+                            "last_fetched_epoch": -1,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": 1 << 20,
+                        }
+                    ],
+                }
+            ],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        },
+        ApiKey.LIST_OFFSETS: {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": "t",
+                    "partitions": [
+                        {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}
+                    ],
+                }
+            ],
+        },
+        ApiKey.FIND_COORDINATOR: {"key": "g", "key_type": 0},
+        ApiKey.OFFSET_COMMIT: {
+            "group_id": "g",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "retention_time": -1,
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": "t",
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "committed_offset": 1,
+                            "committed_leader_epoch": -1,
+                            "commit_timestamp": -1,
+                            "committed_metadata": "m",
+                        }
+                    ],
+                }
+            ],
+        },
+        ApiKey.OFFSET_FETCH: {
+            "group_id": "g",
+            "topics": [{"name": "t", "partition_indexes": [0]}],
+            "require_stable": False,
+        },
+        ApiKey.INIT_PRODUCER_ID: {
+            "transactional_id": None,
+            "transaction_timeout": 1000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        },
+    }[ApiKey(api_key)]
+
+
+# CreateTopics first so the other APIs find the topic.
+ORDER = [ApiKey.CREATE_TOPICS] + [k for k in SUPPORTED_APIS if k != ApiKey.CREATE_TOPICS]
+
+
+def roundtrip(apis: KafkaApis, body: Any) -> Any:
+    frame = encode_request("test", 11, body)[4:]
+    request = decode_request(frame)
+    result = apis.handle(request)
+    if isinstance(result, DelayedFetch):
+        result = result.complete(True)
+    wire = encode_response(request.correlation_id, request.api_key, result)[4:]
+    corr, decoded = decode_response(request.api_key, request.api_version, wire)
+    assert corr == 11
+    return decoded
+
+
+ALL_VERSIONS = [
+    (k, v)
+    for k in ORDER
+    for v in range(SUPPORTED_APIS[k].min_version, SUPPORTED_APIS[k].max_version + 1)
+]
+
+
+@pytest.mark.parametrize("api_key,version", ALL_VERSIONS)
+def test_every_advertised_version_round_trips(apis, api_key: int, version: int) -> None:
+    batch = build_batch([(None, b"v1"), (b"k", b"v2")])
+    if api_key != ApiKey.CREATE_TOPICS:
+        apis.topics.create("t", 1, 1, {})
+        apis._host_topic(apis.topics.get("t"))
+    body = build(request_class(api_key, version), request_data(api_key, batch))
+    resp = roundtrip(apis, body)
+    if api_key == ApiKey.PRODUCE:
+        part = resp.responses[0].partition_responses[0]
+        assert (part.error_code.value, part.base_offset) == (0, 0)
+    elif api_key == ApiKey.CREATE_TOPICS:
+        assert resp.topics[0].error_code.value == 0
+    elif api_key == ApiKey.API_VERSIONS:
+        assert {a.api_key for a in resp.api_keys} == set(SUPPORTED_APIS)
+    elif api_key == ApiKey.METADATA:
+        assert resp.topics[0].name == "t" and resp.topics[0].error_code.value == 0
+    elif api_key == ApiKey.FETCH:
+        p = resp.responses[0].partitions[0]
+        assert p.records == b"" and p.high_watermark == 0  # empty: records, never None
+    elif api_key == ApiKey.OFFSET_FETCH:
+        assert resp.topics[0].partitions[0].committed_offset == -1
+
+
+def _produce(apis: KafkaApis, batch: bytes, acks: int = 1, topic: str = "t") -> Any:
+    body = build(request_class(ApiKey.PRODUCE, 9), request_data(ApiKey.PRODUCE, batch) | {
+        "acks": acks,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+    })  # fmt: skip
+    request = decode_request(encode_request("t", 1, body)[4:])
+    return apis.handle(request)
+
+
+def test_idempotent_retry_acknowledged_once_with_original_offset(apis) -> None:
+    apis._create_topic("t", 1, 1, {})
+    first = build_batch(
+        [(None, b"a"), (None, b"b")], producer_id=7, producer_epoch=0, base_sequence=0
+    )
+    second = build_batch([(None, b"c")], producer_id=7, producer_epoch=0, base_sequence=2)
+    gap = build_batch([(None, b"d")], producer_id=7, producer_epoch=0, base_sequence=9)
+    for b, want in [(first, 0), (second, 2), (first, 0)]:
+        part = _produce(apis, b).responses[0].partition_responses[0]
+        assert (part.error_code.value, part.base_offset) == (0, want)
+    part = _produce(apis, gap).responses[0].partition_responses[0]
+    assert part.error_code.value == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    log = apis.replica_manager.get_partition("t", 0).log
+    assert log.log_end_offset == 3  # the retried batch was not written twice
+
+
+def test_acks_zero_sends_nothing_and_failures_close(apis) -> None:
+    apis._create_topic("t", 1, 1, {})
+    assert _produce(apis, build_batch([(None, b"a")]), acks=0) is NO_RESPONSE
+    res = _produce(apis, build_batch([(None, b"a")]), acks=0, topic="missing")
+    assert isinstance(res, CloseConnection) and "missing-0" in res.reason
+
+
+def test_min_insync_replicas_and_invalid_acks(apis) -> None:
+    apis._create_topic("t", 1, 1, {"min.insync.replicas": "2"})
+    batch = build_batch([(None, b"a")])
+    part = _produce(apis, batch, acks=-1).responses[0].partition_responses[0]
+    assert part.error_code.value == Errors.NOT_ENOUGH_REPLICAS
+    assert "min.insync.replicas 2" in part.error_message
+    part = _produce(apis, batch, acks=1).responses[0].partition_responses[0]
+    assert part.error_code.value == Errors.NONE
+    part = _produce(apis, batch, acks=2).responses[0].partition_responses[0]
+    assert part.error_code.value == Errors.INVALID_REQUIRED_ACKS
+
+
+def test_corrupt_batch_rejected_and_log_untouched(apis) -> None:
+    apis._create_topic("t", 1, 1, {})
+    bad = bytearray(build_batch([(None, b"payload")]))
+    bad[-1] ^= 0xFF  # inside the CRC-covered part
+    part = _produce(apis, bytes(bad)).responses[0].partition_responses[0]
+    assert part.error_code.value == Errors.CORRUPT_MESSAGE
+    assert apis.replica_manager.get_partition("t", 0).log.log_end_offset == 0
+
+
+def test_fetch_waits_then_completes_when_data_arrives(apis) -> None:
+    apis._create_topic("t", 1, 1, {})
+    data = request_data(ApiKey.FETCH, b"") | {"max_wait": 500}
+    request = decode_request(encode_request("t", 1, build(request_class(1, 12), data))[4:])
+    delayed = apis.handle(request)
+    assert isinstance(delayed, DelayedFetch) and delayed.max_wait_ms == 500
+    assert delayed.complete(False) is None  # still nothing to return
+    _produce(apis, build_batch([(None, b"x")]))
+    resp = delayed.complete(False)
+    p = resp.responses[0].partitions[0]
+    assert p.high_watermark == 1 and p.records.startswith(b"\0" * 8)
+
+
+def test_create_topics_validation(apis) -> None:
+    def create(**t: Any) -> Any:
+        topic = {"name": "x", "num_partitions": 1, "replication_factor": 1,
+                 "assignments": [], "configs": []} | t  # fmt: skip
+        body = build(
+            request_class(19, 7), {"topics": [topic], "timeout": 1, "validate_only": False}
+        )
+        return roundtrip(apis, body).topics[0]
+
+    assert create(replication_factor=2).error_code.value == Errors.INVALID_REPLICATION_FACTOR
+    assert create(num_partitions=0).error_code.value == Errors.INVALID_PARTITIONS
+    bad_cfg = create(configs=[{"name": "min.insync.replicas", "value": "zero"}])
+    assert bad_cfg.error_code.value == Errors.INVALID_CONFIG and "zero" in bad_cfg.error_message
+    assert create(name="a/b").error_code.value == Errors.INVALID_TOPIC_EXCEPTION
+    ok = create(num_partitions=-1, replication_factor=-1)
+    assert ok.error_code.value == 0 and ok.num_partitions == 1
+    assert create().error_code.value == Errors.TOPIC_ALREADY_EXISTS
