@@ -1,0 +1,84 @@
+"""Historical replication behaviour switches.
+
+Contract: one frozen `ReplicationBehaviour` per broker. The defaults are today's (fixed) Kafka
+behaviour; each other value reproduces a documented loss scenario of SCENARIOS.md and names it.
+The replication core reads these fields and nothing else decides between old and new behaviour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Truncation = Literal["high-watermark", "kip-101", "kip-279", "diverging-epoch"]
+IsrUpdate = Literal["maximal", "eager"]
+ConsumerVisibility = Literal["high-watermark", "log-end"]
+
+TRUNCATION_MODES: tuple[str, ...] = ("high-watermark", "kip-101", "kip-279", "diverging-epoch")
+ISR_UPDATE_MODES: tuple[str, ...] = ("maximal", "eager")
+CONSUMER_VISIBILITY_MODES: tuple[str, ...] = ("high-watermark", "log-end")
+
+
+@dataclass(frozen=True)
+class ReplicationBehaviour:
+    truncation: Truncation = "diverging-epoch"
+    """How a replica that becomes follower reconciles its log with the leader.
+
+    "high-watermark": pre-KIP-101, truncate to the replica's own HW before fetching. Exists for
+    L1 (an acknowledged m2 above the follower's stale HW is dropped) and L2 (A keeps m2 while B
+    writes m3 at the same offset: divergence).
+    "kip-101": OffsetForLeaderEpoch as first specified; the leader answers only an end offset
+    (no epoch), the follower truncates to min(that, own LEO) once. Fixes L1/L2, but still
+    diverges after a fast double leader failover (the KIP-279 case).
+    "kip-279": the answer carries the leader's largest epoch <= the requested one; the follower
+    iterates until both know the epoch, then truncates to the smaller end offset.
+    "diverging-epoch": Fetch v12+ (KIP-595/KIP-320 style): every fetch carries LastFetchedEpoch,
+    the leader answers DivergingEpoch and the follower truncates from the fetch path. Default.
+    """
+
+    isr_update: IsrUpdate = "maximal"
+    """When an ISR change counts for the HW and acks=all.
+
+    "maximal" (default, KIP-497/KIP-841): a pending expansion counts at once, a pending shrink
+    keeps counting the removed member until the controller commits it.
+    "eager": legacy; the leader applies a shrink locally before the controller commits it, so
+    the HW can pass a replica the controller may still elect. Exists for L6.
+    """
+
+    consumer_visibility: ConsumerVisibility = "high-watermark"
+    """How far consumers may read. "log-end" serves uncommitted data (legacy, L5)."""
+
+    strict_min_isr: bool = True
+    """The HW does not advance while the committed ISR is below min.insync.replicas (KIP-966
+    style). False reproduces L7: a lone ISR member acknowledges data only it holds."""
+
+    unclean_leader_election: bool = False
+    """Whether the controller may elect a replica outside the ISR (L4). The controller reads it;
+    the partition state machine does not."""
+
+    def __post_init__(self) -> None:
+        # A typo in a plan's switch must fail loudly: silently running the default would turn
+        # a legacy reproduction into a false "nothing lost".
+        checks = (
+            ("truncation", self.truncation, TRUNCATION_MODES),
+            ("isr_update", self.isr_update, ISR_UPDATE_MODES),
+            ("consumer_visibility", self.consumer_visibility, CONSUMER_VISIBILITY_MODES),
+        )
+        for name, value, allowed in checks:
+            if value not in allowed:
+                raise ValueError(
+                    f"ReplicationBehaviour.{name}={value!r} is not one of {', '.join(allowed)}"
+                )
+        for name in ("strict_min_isr", "unclean_leader_election"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"ReplicationBehaviour.{name} must be a bool")
+
+    @property
+    def uses_offset_for_leader_epoch(self) -> bool:
+        """True when a new follower truncates through OffsetForLeaderEpoch round trips."""
+        return self.truncation in ("kip-101", "kip-279")
+
+    @property
+    def uses_last_fetched_epoch(self) -> bool:
+        """True when fetches carry LastFetchedEpoch and truncation happens on DivergingEpoch."""
+        return self.truncation == "diverging-epoch"

@@ -1,0 +1,164 @@
+"""L1, L2 of SCENARIOS.md and KIP-279's fast double failover, replayed message by message.
+
+Broker ids: A = 1, B = 2. Each test drives the same interleaving under several truncation
+switches and asserts what each one keeps.
+"""
+
+from __future__ import annotations
+
+import pytest
+from replication_sim import Cluster, values
+
+A, B = 1, 2
+
+
+def _l1(cluster: Cluster) -> tuple[list[str], bool]:
+    """SCENARIOS.md L1. Returns (A's log once A leads, whether m2 had been acknowledged)."""
+    cluster.elect(B, isr=[A, B])
+    cluster.produce(["m1"])
+    cluster.replicate(A, rounds=3)  # A has m1, both HWs are 1
+    assert cluster.brokers[A].log.high_watermark == 1
+    cluster.produce(["m2"])
+    cluster.fetch_round(A)  # A fetches m2
+    cluster.fetch_round(A)  # A's next fetch tells B it has m2: B's HW passes m2
+    assert cluster.leader.high_watermark == 2
+    acked = cluster.leader.check_enough_replicas_reach_offset(2)[0]
+    # The response that would move A's HW carried the HW from before this fetch.
+    assert cluster.brokers[A].log.high_watermark == 1
+    assert values(cluster.brokers[A].log) == ["m1", "m2"]
+    # A restarts and rejoins as follower of B; truncation happens per the switch.
+    cluster.crash(A)
+    cluster.restart(A)
+    cluster.make_follower(A)
+    fetcher = cluster.brokers[A].fetcher
+    assert fetcher is not None
+    if fetcher.state == "truncating":
+        cluster.truncation_round(A)  # the OffsetForLeaderEpoch answer arrives...
+    cluster.crash(B)  # ...and B dies before A fetches again
+    cluster.elect(A, isr=[A])
+    return values(cluster.brokers[A].log), acked
+
+
+def test_l1_high_watermark_truncation_loses_acknowledged_m2(make_cluster) -> None:
+    log, acked = _l1(make_cluster([A, B], truncation="high-watermark"))
+    assert acked
+    assert log == ["m1"]  # m2 was acknowledged and is gone for good
+
+
+@pytest.mark.parametrize("truncation", ["diverging-epoch", "kip-101", "kip-279"])
+def test_l1_epoch_based_truncation_keeps_acknowledged_m2(make_cluster, truncation) -> None:
+    log, acked = _l1(make_cluster([A, B], truncation=truncation))
+    assert acked
+    assert log == ["m1", "m2"]
+
+
+def _l2(cluster: Cluster) -> tuple[list[str], list[str]]:
+    """SCENARIOS.md L2. Returns (A's log, B's log) after A rejoined as B's follower."""
+    cluster.elect(A, isr=[A, B])
+    cluster.produce(["m1"])  # one batch per message: truncation removes whole batches
+    cluster.produce(["m2"])
+    cluster.replicate(B, rounds=3)
+    assert cluster.brokers[A].log.high_watermark == 2
+    # Power loss: B's copy of m2 was still in the page cache; A had flushed.
+    cluster.crash(A)
+    cluster.crash_losing_tail(B, keep_until=1)
+    cluster.restart(B)
+    cluster.elect(B, isr=[B])  # B comes back first and leads
+    cluster.produce(["m3"])
+    assert values(cluster.brokers[B].log) == ["m1", "m3"]
+    cluster.restart(A)
+    cluster.make_follower(A)
+    cluster.replicate(A, rounds=3)
+    return values(cluster.brokers[A].log), values(cluster.brokers[B].log)
+
+
+def test_l2_high_watermark_truncation_diverges(make_cluster) -> None:
+    a_log, b_log = _l2(make_cluster([A, B], truncation="high-watermark"))
+    assert a_log == ["m1", "m2"]
+    assert b_log == ["m1", "m3"]  # offset 1 holds m2 on A and m3 on B
+
+
+@pytest.mark.parametrize("truncation", ["diverging-epoch", "kip-101", "kip-279"])
+def test_l2_epoch_based_truncation_converges(make_cluster, truncation) -> None:
+    cluster = make_cluster([A, B], truncation=truncation)
+    a_log, b_log = _l2(cluster)
+    assert a_log == b_log == ["m1", "m3"]
+    assert cluster.brokers[A].fetcher.truncations == [1]
+
+
+def _kip279(cluster: Cluster) -> tuple[list[str], list[str]]:
+    """Fast double failover: B leads briefly (epoch 1) and writes x1, then A (which never saw
+    epoch 1) leads again at epoch 2. Returns (A's log, B's log) after B rejoined."""
+    cluster.elect(A, isr=[A, B])  # epoch 0
+    cluster.produce(["m0"])
+    cluster.replicate(B, rounds=3)
+    cluster.produce(["m1"])  # B has not fetched m1, m2
+    cluster.produce(["m2"])
+    cluster.crash(A)
+    cluster.elect(B, isr=[B])  # epoch 1
+    cluster.produce(["x1"])  # offset 1 in epoch 1
+    cluster.crash(B)  # B fails fast, before anything else happens
+    cluster.restart(A)
+    cluster.elect(A, isr=[A], followers=[])  # epoch 2 (unclean: the controller's last resort)
+    cluster.produce(["y3"])  # offset 3 in epoch 2
+    cluster.restart(B)
+    cluster.make_follower(B)
+    cluster.replicate(B, rounds=3)
+    return values(cluster.brokers[A].log), values(cluster.brokers[B].log)
+
+
+def test_kip279_case_kip101_alone_still_diverges(make_cluster) -> None:
+    # A's answer for epoch 1 is only "offset 3" (where epoch 2 starts); B's LEO is 2, so B
+    # truncates nothing and keeps x1 where A has m1.
+    a_log, b_log = _kip279(make_cluster([A, B], truncation="kip-101"))
+    assert a_log == ["m0", "m1", "m2", "y3"]
+    assert b_log == ["m0", "x1", "m2", "y3"]
+
+
+@pytest.mark.parametrize("truncation", ["kip-279", "diverging-epoch"])
+def test_kip279_case_fixed_by_epoch_lineage(make_cluster, truncation) -> None:
+    cluster = make_cluster([A, B], truncation=truncation)
+    a_log, b_log = _kip279(cluster)
+    assert a_log == b_log == ["m0", "m1", "m2", "y3"]
+    assert cluster.brokers[B].fetcher.truncations == [1]
+
+
+def test_kip279_iterates_when_follower_lacks_leaders_epoch(make_cluster) -> None:
+    """Three fast failovers: the follower's answer epoch is one it never had, so it needs a
+    second OffsetForLeaderEpoch round (KIP-279's scenario 3)."""
+    C = 3
+    cluster = make_cluster([A, B, C], truncation="kip-279")
+    cluster.elect(A, isr=[A, B, C])  # epoch 0
+    cluster.produce(["m0"])
+    cluster.replicate(B, C, rounds=3)
+    cluster.crash(A)
+    cluster.crash(C)
+    cluster.elect(B, isr=[B], followers=[])  # epoch 1: B writes b1
+    cluster.produce(["b1"])
+    cluster.crash(B)
+    cluster.restart(C)
+    cluster.elect(C, isr=[C], followers=[])  # epoch 2: C writes c1, c2
+    cluster.produce(["c1", "c2"])
+    cluster.crash(C)
+    cluster.restart(B)
+    cluster.elect(B, isr=[B], followers=[])  # epoch 3: B (epochs 0, 1, 3) writes b2, b3
+    cluster.produce(["b2", "b3"])
+    # B's log: m0 | b1 | b2 b3 ; epochs {0:0, 1:1, 3:2}
+    cluster.crash(B)
+    cluster.restart(C)
+    cluster.elect(C, isr=[C], followers=[])  # epoch 4: C (epochs 0, 2, 4)
+    cluster.produce(["c3"])
+    cluster.restart(B)
+    cluster.make_follower(B)
+    fetcher = cluster.brokers[B].fetcher
+    rounds = 0
+    while fetcher.state == "truncating":
+        cluster.truncation_round(B)
+        rounds += 1
+    # B asks about 3 -> C answers epoch 2 (unknown to B): cut to where B's epoch 1 ends (2)
+    # and ask about 1 -> C answers epoch 0 ending at 1: cut to 1.
+    assert rounds == 2
+    assert fetcher.truncations == [2, 1]
+    cluster.replicate(B, rounds=2)
+    assert values(cluster.brokers[B].log) == values(cluster.brokers[C].log)
+    assert values(cluster.brokers[C].log) == ["m0", "c1", "c2", "c3"]
