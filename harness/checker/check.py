@@ -1,0 +1,277 @@
+"""Check run directories: history.jsonl in, results.json (HISTORY.md) out, one Spark job for all.
+
+Contract: `check_runs(run_dirs, spark_master, expected)` returns one `RunResult` per run dir, in
+order, and writes `results.json` into every run dir whose history could be checked. A run whose
+history is missing or malformed, or whose expectations do not parse, gets `error` (a message
+naming file:line and field where known) and no results.json. `expected` given here applies to
+every run; otherwise a run's `plan.yaml` `expected` key is used (see `plan_expected`).
+All histories are read as one DataFrame with a `run` column and checked together.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from harness.checker.expectations import (
+    Expectation,
+    ExpectationError,
+    parse_expected,
+    verdict,
+)
+from harness.checker.history import (
+    ACKS,
+    ANOMALIES,
+    HISTORY_FILE,
+    INFORMATIONAL,
+    RESULTS_FILE,
+    history_schema,
+    validate_history,
+)
+
+PLAN_FILE = "plan.yaml"
+_LOG4J = Path(__file__).with_name("log4j2.properties")
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    results: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        return "error" if self.results is None else self.results["verdict"]
+
+
+@dataclass
+class _Run:
+    run_dir: Path
+    history: Path
+    expectations: list[Expectation] = field(default_factory=list)
+
+
+def plan_expected(run_dir: Path) -> Any:
+    """The `expected` mapping of the run dir's plan.yaml, or None without a plan or the key."""
+    import yaml
+
+    path = Path(run_dir) / PLAN_FILE
+    if not path.is_file():
+        return None
+    try:
+        plan = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise ExpectationError(f"{path}: cannot read the plan: {e}") from e
+    if plan is None:
+        return None
+    if not isinstance(plan, Mapping):
+        raise ExpectationError(f"{path}: the plan must be a mapping, got {type(plan).__name__}")
+    return plan.get("expected")
+
+
+def spark_session(master: str = "local[*]", driver_memory: str | None = None):
+    """A quiet Spark session tuned for small machines; reuses an active session if there is one."""
+    from pyspark.sql import SparkSession
+
+    local = master.startswith("local")
+    if local:
+        # Keep the driver on loopback (and silence Spark's "resolves to a loopback" warning).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("highwater-check")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config(
+            "spark.driver.memory",
+            driver_memory or os.environ.get("HIGHWATER_SPARK_DRIVER_MEMORY", "3g"),
+        )
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_LOG4J}")
+    )
+    if local:
+        builder = builder.config("spark.driver.host", "127.0.0.1").config(
+            "spark.driver.bindAddress", "127.0.0.1"
+        )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def _run_key(file_uri: str) -> str:
+    """Spark's `_metadata.file_path` (a URI) -> the real path of the run dir."""
+    path = unquote(urlparse(file_uri).path) if file_uri.startswith("file:") else file_uri
+    return str(Path(path).parent)
+
+
+def _prepare_runs(
+    run_dirs: Iterable[str | Path], expected: Any
+) -> tuple[list[_Run], dict[Path, RunResult]]:
+    runs, failed = [], {}
+    for d in run_dirs:
+        run_dir = Path(d)
+        history = run_dir / HISTORY_FILE
+        if not run_dir.is_dir():
+            failed[run_dir] = RunResult(run_dir, error=f"{run_dir}: not a directory")
+            continue
+        if not history.is_file() or not os.access(history, os.R_OK):
+            failed[run_dir] = RunResult(run_dir, error=f"{history}: missing or unreadable")
+            continue
+        try:
+            if expected is not None:
+                exps = parse_expected(expected, "--expected")
+            else:
+                exps = parse_expected(plan_expected(run_dir), f"{run_dir / PLAN_FILE}: expected")
+        except ExpectationError as e:
+            failed[run_dir] = RunResult(run_dir, error=str(e))
+            continue
+        runs.append(_Run(run_dir, history.resolve(), exps))
+    return runs, failed
+
+
+def check_runs(
+    run_dirs: Iterable[str | Path],
+    spark_master: str = "local[*]",
+    expected: Any = None,
+    spark=None,
+    timings: dict[str, float] | None = None,
+) -> list[RunResult]:
+    """Check every run dir; see the module docstring. `timings` receives seconds per phase."""
+    run_dirs = [Path(d) for d in run_dirs]
+    runs, failed = _prepare_runs(run_dirs, expected)
+    checked: dict[Path, RunResult] = {}
+    if runs:
+        own = spark is None
+        spark = spark or spark_session(spark_master)
+        try:
+            for r in _check(spark, runs, timings if timings is not None else {}):
+                checked[r.run_dir] = r
+        finally:
+            if own:
+                spark.stop()
+    return [failed.get(d) or checked[d] for d in run_dirs]
+
+
+def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult]:
+    from pyspark import StorageLevel
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from harness.checker import anomalies as A
+
+    t0 = time.perf_counter()
+    by_key = {str(r.history.parent): r for r in runs}
+    raw = (
+        spark.read.schema(history_schema())
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", "_corrupt_record")
+        .json([str(r.history) for r in runs])
+        .withColumn("run", F.col("_metadata.file_path"))
+    )
+    ops = A.prepare(raw).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        pairs = A.paired(ops)
+        problems = (
+            A.row_problems(ops)
+            .unionByName(A.pairing_problems(pairs))
+            .unionByName(A.duplicate_value_problems(ops))
+            .unionByName(A.index_problems(ops))
+        )
+        bad_rows = problems.groupBy("run").agg(F.count("*").alias("n")).collect()
+        timings["read+validate"] = time.perf_counter() - t0
+        bad = {_run_key(row["run"]) for row in bad_rows}
+        results: dict[str, RunResult] = {}
+        for key in bad:
+            run = by_key[key]
+            found = validate_history(run.history, max_problems=5)
+            detail = (
+                "; ".join(map(str, found)) if found else f"{run.history}: does not fit HISTORY.md"
+            )
+            results[key] = RunResult(run.run_dir, error=f"malformed history: {detail}")
+        good = [r for r in runs if str(r.history.parent) not in bad]
+        if good:
+            if bad:
+                ops_good = ops.filter(~F.col("run").isin([row["run"] for row in bad_rows]))
+                pairs = A.paired(ops_good)
+            else:
+                ops_good = ops
+            t1 = time.perf_counter()
+            stats_rows = {_run_key(r["run"]): r.asDict() for r in A.stats(pairs).collect()}
+            timings["stats"] = time.perf_counter() - t1
+            t2 = time.perf_counter()
+            w = Window.partitionBy("run", "anomaly", "p", "acks").orderBy("key")
+            top = (
+                A.anomaly_rows(ops_good, pairs)
+                .withColumn("rn", F.row_number().over(w))
+                .withColumn(
+                    "cnt",
+                    F.count("*").over(
+                        w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+                    ),
+                )
+                .filter(F.col("rn") <= 10)
+                .collect()
+            )
+            timings["anomalies"] = time.perf_counter() - t2
+            rows_by_run: dict[str, list] = {}
+            for row in top:
+                rows_by_run.setdefault(_run_key(row["run"]), []).append(row)
+            for run in good:
+                key = str(run.history.parent)
+                res = build_results(stats_rows.get(key), rows_by_run.get(key, []), run.expectations)
+                write_results(run.run_dir, res)
+                results[key] = RunResult(run.run_dir, results=res)
+    finally:
+        ops.unpersist()
+    timings["total"] = time.perf_counter() - t0
+    return [results[str(r.history.parent)] for r in runs]
+
+
+def build_results(
+    stats_row: Mapping[str, Any] | None, rows: list, expectations: list[Expectation]
+) -> dict[str, Any]:
+    """results.json of HISTORY.md from one run's stats row and top-10 anomaly rows."""
+    anomalies: dict[str, dict[str, Any]] = {
+        name: {"count": 0, "by_partition": {}, "examples": []} for name in ANOMALIES
+    }
+    lost_by_acks = dict.fromkeys(("all", "1", "0"), 0)
+    candidates: dict[str, list[tuple[int, list[int]]]] = {name: [] for name in ANOMALIES}
+    for row in rows:
+        # Each (anomaly, p, acks) group sends up to 10 rows; cnt is the group's size.
+        if row["rn"] == 1:
+            a = anomalies[row["anomaly"]]
+            a["count"] += row["cnt"]
+            a["by_partition"][row["p"]] = a["by_partition"].get(row["p"], 0) + row["cnt"]
+            if row["anomaly"] == "lost-write" and row["acks"] in ACKS:
+                lost_by_acks[row["acks"]] += row["cnt"]
+        candidates[row["anomaly"]].append((row["key"], list(row["ex"])))
+    for name, a in anomalies.items():
+        a["by_partition"] = dict(sorted(a["by_partition"].items()))
+        a["examples"] = [ex for _, ex in sorted(candidates[name], key=lambda kv: kv[0])[:10]]
+    s = dict(stats_row or {})
+    stats = {k: int(s.get(k) or 0) for k in ("sends", "acked", "failed", "info", "polls")}
+    stats["lost_by_acks"] = lost_by_acks
+    counts = {name: a["count"] for name, a in anomalies.items()}
+    valid = all(n == 0 for name, n in counts.items() if name not in INFORMATIONAL)
+    return {
+        "valid": valid,
+        "anomalies": anomalies,
+        "stats": stats,
+        "expected": {e.anomaly: e.text for e in expectations},
+        "verdict": verdict(valid, counts, expectations),
+    }
+
+
+def write_results(run_dir: Path, results: dict[str, Any]) -> Path:
+    """Write results.json atomically, so a reader never sees half a file."""
+    path = Path(run_dir) / RESULTS_FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,321 @@
+"""The history format of HISTORY.md: names, Spark schema, validator and writer.
+
+Contract (HISTORY.md is the authority, this module is its one implementation):
+- `history_schema()` is the Spark StructType the checker reads `history.jsonl` with; `value` is
+  kept as raw JSON text because nemesis ops put arbitrary JSON there.
+- `validate_history(path)` is a plain-Python validator: it returns `HistoryProblem`s naming
+  file:line and field for every malformed line (up to `max_problems`), never raises on bad data.
+- `HistoryWriter` is the only place the harness writes histories: it assigns `index` (0, 1, 2…)
+  and `time` (monotonic ns since the writer was created) under a lock, one JSON line per op.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+HISTORY_FILE = "history.jsonl"
+RESULTS_FILE = "results.json"
+
+TYPES = ("invoke", "ok", "fail", "info")
+COMPLETIONS = ("ok", "fail", "info")
+ACKS = ("0", "1", "all")
+PHASES = ("start", "stop")
+NEMESIS = "nemesis"
+
+# Every anomaly name of HISTORY.md, in the order results.json lists them.
+ANOMALIES = (
+    "lost-write",
+    "inconsistent-offset",
+    "uncommitted-read",
+    "duplicate",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "lost-failure",
+    "unseen-info",
+    "no-final-read",
+)
+# Anomalies that do not make a history invalid (HISTORY.md: `unseen-info` aside).
+INFORMATIONAL = frozenset({"unseen-info"})
+
+
+def partition_name(topic: str, partition: int) -> str:
+    """Kafka's `<topic>-<partition>` naming, used as the key of every by_partition map."""
+    return f"{topic}-{partition}"
+
+
+def history_schema():  # -> pyspark.sql.types.StructType; pyspark imported lazily
+    """The Spark schema of one history line, plus `_corrupt_record` for lines that do not fit."""
+    from pyspark.sql import types as T
+
+    record = T.StructType(
+        [
+            T.StructField("topic", T.StringType()),
+            T.StructField("partition", T.IntegerType()),
+            T.StructField("offset", T.LongType()),
+            T.StructField("value", T.LongType()),
+        ]
+    )
+    return T.StructType(
+        [
+            T.StructField("index", T.LongType()),
+            T.StructField("time", T.LongType()),
+            # int for clients, "nemesis" for faults: read as text, digits checked later.
+            T.StructField("process", T.StringType()),
+            T.StructField("type", T.StringType()),
+            T.StructField("f", T.StringType()),
+            T.StructField("topic", T.StringType()),
+            T.StructField("partition", T.IntegerType()),
+            # an int for sends, any JSON for nemesis ops: Spark keeps non-strings as raw JSON.
+            T.StructField("value", T.StringType()),
+            T.StructField("acks", T.StringType()),
+            T.StructField("offset", T.LongType()),
+            T.StructField("error", T.StringType()),
+            T.StructField("final", T.BooleanType()),
+            T.StructField("records", T.ArrayType(record)),
+            T.StructField("phase", T.StringType()),
+            T.StructField("_corrupt_record", T.StringType()),
+        ]
+    )
+
+
+# ---------------------------------------------------------------- validation
+
+
+@dataclass(frozen=True)
+class HistoryProblem:
+    path: str
+    line: int  # 1-based
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}"
+        return (
+            f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        )
+
+
+def _is_int(v: Any) -> bool:
+    # bool is an int subclass in Python but `true` is not a valid index/offset in JSON terms.
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+class _LineChecker:
+    """Checks one history line at a time, keeping the cross-line state (in-flight ops, values)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.problems: list[HistoryProblem] = []
+        self.in_flight: dict[int, tuple[int, dict[str, Any]]] = {}  # process -> (line, invoke)
+        self.values: dict[int, int] = {}  # send value -> line of its invoke
+        self.last_time: int | None = None
+
+    def problem(self, line: int, field: str | None, message: str) -> None:
+        self.problems.append(HistoryProblem(self.path, line, field, message))
+
+    def check(self, lineno: int, text: str) -> None:
+        try:
+            op = json.loads(text.rstrip("\r\n"))
+        except json.JSONDecodeError as e:
+            self.problem(lineno, None, f"not valid JSON ({e.msg} at column {e.colno})")
+            return
+        if not isinstance(op, dict):
+            self.problem(lineno, None, f"expected a JSON object, got {type(op).__name__}")
+            return
+        before = len(self.problems)
+        self._common(lineno, op)
+        if len(self.problems) > before:
+            return  # per-kind checks would only repeat the same root cause
+        if op["process"] == NEMESIS:
+            self._nemesis(lineno, op)
+        elif op["f"] == "send":
+            self._send(lineno, op)
+        elif op["f"] == "poll":
+            self._poll(lineno, op)
+        else:
+            self.problem(lineno, "f", f"client ops are 'send' or 'poll', got {op['f']!r}")
+        if op["process"] != NEMESIS and op["f"] in ("send", "poll"):
+            self._pairing(lineno, op)
+
+    def _common(self, lineno: int, op: dict[str, Any]) -> None:
+        index = op.get("index")
+        if not _is_int(index):
+            self.problem(lineno, "index", f"must be an integer, got {index!r}")
+        elif index != lineno - 1:
+            self.problem(lineno, "index", f"must be {lineno - 1} (file order), got {index}")
+        t = op.get("time")
+        if not _is_int(t) or t < 0:
+            self.problem(lineno, "time", f"must be a non-negative integer (ns), got {t!r}")
+        else:
+            if self.last_time is not None and t < self.last_time:
+                self.problem(lineno, "time", f"goes backwards ({t} < {self.last_time})")
+            self.last_time = t
+        process = op.get("process")
+        if not ((_is_int(process) and process >= 0) or process == NEMESIS):
+            self.problem(
+                lineno, "process", f"must be an integer >= 0 or 'nemesis', got {process!r}"
+            )
+        if op.get("type") not in TYPES:
+            self.problem(lineno, "type", f"must be one of {list(TYPES)}, got {op.get('type')!r}")
+        if not isinstance(op.get("f"), str) or not op.get("f"):
+            self.problem(lineno, "f", f"must be a non-empty string, got {op.get('f')!r}")
+
+    def _nemesis(self, lineno: int, op: dict[str, Any]) -> None:
+        if op["type"] != "info":
+            self.problem(lineno, "type", f"nemesis ops are 'info', got {op['type']!r}")
+        if op.get("phase") not in PHASES:
+            self.problem(lineno, "phase", f"must be 'start' or 'stop', got {op.get('phase')!r}")
+
+    def _send(self, lineno: int, op: dict[str, Any]) -> None:
+        if not isinstance(op.get("topic"), str) or not op.get("topic"):
+            self.problem(lineno, "topic", f"must be a non-empty string, got {op.get('topic')!r}")
+        p = op.get("partition")
+        if not _is_int(p) or p < 0:
+            self.problem(lineno, "partition", f"must be an integer >= 0, got {p!r}")
+        if not _is_int(op.get("value")):
+            self.problem(lineno, "value", f"must be an integer, got {op.get('value')!r}")
+        if op.get("acks") not in ACKS:
+            self.problem(lineno, "acks", f"must be one of {list(ACKS)}, got {op.get('acks')!r}")
+        typ, offset = op["type"], op.get("offset")
+        if typ == "ok" and op.get("acks") in ("1", "all"):
+            if not _is_int(offset) or offset < 0:
+                self.problem(lineno, "offset", f"ok send needs an offset >= 0, got {offset!r}")
+        elif offset is not None and (not _is_int(offset) or offset < 0):
+            self.problem(lineno, "offset", f"must be an integer >= 0, got {offset!r}")
+        if typ in ("fail", "info") and not isinstance(op.get("error"), str):
+            self.problem(lineno, "error", f"{typ} send needs the client's error name")
+        if typ == "invoke" and _is_int(op.get("value")):
+            first = self.values.setdefault(op["value"], lineno)
+            if first != lineno:
+                self.problem(lineno, "value", f"{op['value']} already sent on line {first}")
+
+    def _poll(self, lineno: int, op: dict[str, Any]) -> None:
+        if not isinstance(op.get("final"), bool):
+            self.problem(lineno, "final", f"must be true or false, got {op.get('final')!r}")
+        if op["type"] != "ok":
+            return
+        records = op.get("records")
+        if not isinstance(records, list):
+            self.problem(lineno, "records", f"ok poll needs a list, got {records!r}")
+            return
+        for i, r in enumerate(records):
+            field = f"records[{i}]"
+            if not isinstance(r, dict):
+                self.problem(lineno, field, "must be an object")
+                continue
+            for key, ok in (
+                ("topic", isinstance(r.get("topic"), str) and bool(r.get("topic"))),
+                ("partition", _is_int(r.get("partition")) and r.get("partition", -1) >= 0),
+                ("offset", _is_int(r.get("offset")) and r.get("offset", -1) >= 0),
+                ("value", _is_int(r.get("value"))),
+            ):
+                if not ok:
+                    self.problem(lineno, f"{field}.{key}", f"invalid: {r.get(key)!r}")
+
+    def _pairing(self, lineno: int, op: dict[str, Any]) -> None:
+        process = op["process"]
+        if op["type"] == "invoke":
+            if process in self.in_flight:
+                line, _ = self.in_flight[process]
+                self.problem(
+                    lineno,
+                    "process",
+                    f"process {process} still has the op of line {line} in flight",
+                )
+            self.in_flight[process] = (lineno, op)
+            return
+        if process not in self.in_flight:
+            self.problem(lineno, "type", f"{op['type']} without an invoke of process {process}")
+            return
+        line, invoke = self.in_flight.pop(process)
+        if invoke["f"] != op["f"]:
+            self.problem(lineno, "f", f"{op['f']!r} completes the {invoke['f']!r} of line {line}")
+        elif op["f"] == "send" and invoke.get("value") != op.get("value"):
+            self.problem(lineno, "value", f"differs from its invoke on line {line}")
+
+
+def validate_history(path: str | Path, max_problems: int = 20) -> list[HistoryProblem]:
+    """Every problem of a history file (up to max_problems); an empty list means well-formed."""
+    checker = _LineChecker(str(path))
+    try:
+        with open(path, encoding="utf-8", errors="strict") as fh:
+            for lineno, text in enumerate(fh, start=1):
+                if not text.strip():
+                    checker.problem(lineno, None, "empty line")
+                else:
+                    checker.check(lineno, text)
+                if len(checker.problems) >= max_problems:
+                    break
+    except OSError as e:
+        return [HistoryProblem(str(path), 0, None, f"cannot read: {e.strerror or e}")]
+    except UnicodeDecodeError as e:
+        return [HistoryProblem(str(path), 0, None, f"not UTF-8: {e.reason}")]
+    return checker.problems[:max_problems]
+
+
+# ---------------------------------------------------------------- writing
+
+
+class HistoryWriter:
+    """Appends ops to a history.jsonl, assigning index and time; safe to share between threads.
+
+    Lines are flushed as they are written so a crashed harness leaves a readable prefix.
+    """
+
+    def __init__(self, path: str | Path, clock=time.monotonic_ns) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._start = clock()
+        self._lock = threading.Lock()
+        self._index = 0
+        self._last_time = 0
+        self._fh: IO[str] = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+
+    def append(self, op: dict[str, Any]) -> dict[str, Any]:
+        """Write op with the next index and the current time; returns the written op."""
+        with self._lock:
+            # max() keeps time monotonic even with a caller-supplied clock that is not.
+            t = max(self._clock() - self._start, self._last_time)
+            out = {"index": self._index, "time": t, **op}
+            self._fh.write(json.dumps(out, separators=(",", ":")) + "\n")
+            self._fh.flush()
+            self._index += 1
+            self._last_time = t
+            return out
+
+    def invoke(self, process: int, f: str, **fields: Any) -> dict[str, Any]:
+        return self.append({"process": process, "type": "invoke", "f": f, **fields})
+
+    def complete(self, invoke: dict[str, Any], type: str, **fields: Any) -> dict[str, Any]:
+        """The completion of `invoke`: same process and f; a send repeats its destination fields."""
+        if type not in COMPLETIONS:
+            raise ValueError(f"completion type must be one of {COMPLETIONS}, got {type!r}")
+        carried = {
+            k: invoke[k] for k in ("topic", "partition", "value", "acks", "final") if k in invoke
+        }
+        return self.append(
+            {"process": invoke["process"], "type": type, "f": invoke["f"], **carried, **fields}
+        )
+
+    def nemesis(self, f: str, phase: str, value: Any = None) -> dict[str, Any]:
+        if phase not in PHASES:
+            raise ValueError(f"nemesis phase must be one of {PHASES}, got {phase!r}")
+        return self.append(
+            {"process": NEMESIS, "type": "info", "f": f, "value": value, "phase": phase}
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.close()
+
+    def __enter__(self) -> HistoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
