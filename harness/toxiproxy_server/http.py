@@ -125,6 +125,8 @@ async def _serve_connection(
                 return
     except (ConnectionError, OSError):
         pass
+    except asyncio.CancelledError:
+        pass  # server shutting down; a top-level handler ending quietly is the point
     finally:
         with contextlib.suppress(Exception):
             writer.close()

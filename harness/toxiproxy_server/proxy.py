@@ -243,6 +243,9 @@ class Proxy:
             upstream = await asyncio.wait_for(
                 asyncio.open_connection(host, port, limit=READ_SIZE), UPSTREAM_CONNECT_TIMEOUT
             )
+        except asyncio.CancelledError:  # proxy or server stopping while we dialled
+            writer.transport.abort()
+            return
         except (OSError, TimeoutError, ApiError) as exc:
             log.warning(
                 "proxy %s: unable to open connection to upstream %s: %s",
