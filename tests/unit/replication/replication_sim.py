@@ -143,7 +143,9 @@ class Cluster:
         f = self.brokers[bid].fetcher
         assert f is not None and f.state == TRUNCATING
         req = f.build_offset_for_leader_epoch()
-        answer = self.leader.last_offset_for_leader_epoch(req.leader_epoch, req.current_leader_epoch)
+        answer = self.leader.last_offset_for_leader_epoch(
+            req.leader_epoch, req.current_leader_epoch
+        )
         return f.on_offset_for_leader_epoch_response(answer)
 
     def fetch_round(self, bid: int) -> FetchOutcome:
