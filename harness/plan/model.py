@@ -1,0 +1,194 @@
+"""The validated plan model: what `load_plan` returns and the run interprets.
+
+Semantics the run must keep:
+- Steps run in list order, one after another. `at: T` fires at T seconds after the
+  workload started (at once if already past); `after: S` fires S seconds after the previous
+  step fired; `when: C` fires as soon as C holds on a fresh ClusterState, polled from the
+  moment the previous step fired, and gives up after `timeout` seconds (on_timeout "fail":
+  the run could not be carried out, exit 2; "skip": record it and go on to the next step).
+- Targets are resolved when the step fires. A step with `duration` is undone (ActionSpec.undo)
+  that many seconds later, on the nodes it resolved to, without blocking later steps.
+- After the last step (and the workload) the run heals everything, waits `settle.timeout_s`
+  at most for every partition to have a leader and a full ISR, then drains.
+- `expected`: anomaly -> Expectation. Intended verdict: as-expected when every named anomaly
+  matches its expression and every unnamed one is 0 (`unseen-info` aside); with no
+  expectations, as-expected exactly when valid (HISTORY.md).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.plan.conditions import Condition
+from harness.plan.targets import Target
+
+ANOMALIES = (
+    "lost-write",
+    "inconsistent-offset",
+    "uncommitted-read",
+    "duplicate",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "lost-failure",
+    "unseen-info",
+    "no-final-read",
+)
+ACKS = ("0", "1", "all")
+
+_OPS: dict[str, Callable[[int, int], bool]] = {
+    "==": operator.eq, "!=": operator.ne, ">=": operator.ge,
+    "<=": operator.le, ">": operator.gt, "<": operator.lt,
+}
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int = 1
+    replication_factor: int = 3
+    min_insync_replicas: int = 1
+    configs: dict[str, str] = field(default_factory=dict)
+
+    def partition_names(self) -> list[str]:
+        return [f"{self.name}-{i}" for i in range(self.partitions)]
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    brokers: int = 3
+    controllers: int = 1
+    topics: tuple[TopicSpec, ...] = ()
+    switches: dict[str, str] = field(default_factory=dict)  # validated by the broker
+
+    def partitions(self) -> dict[str, int]:
+        """Every partition name -> its replication factor."""
+        return {p: t.replication_factor for t in self.topics for p in t.partition_names()}
+
+    def broker_ids(self) -> tuple[int, ...]:
+        return tuple(range(1, self.brokers + 1))
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    count: int = 1
+    acks: str = "all"
+    rate: float = 100.0  # sends per second, per producer
+    values: int | None = None  # how many values each producer sends ...
+    duration_s: float | None = None  # ... or for how long
+    partitions: tuple[str, ...] = ()  # empty: every partition, round robin
+    idempotence: bool = False
+    timeout_ms: int = 10_000  # delivery timeout: past it a send is `info`
+
+    def expected_duration_s(self) -> float:
+        if self.duration_s is not None:
+            return self.duration_s
+        assert self.values is not None
+        return self.values / self.rate
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    count: int = 1
+    poll_interval_ms: int = 100
+    partitions: tuple[str, ...] = ()  # empty: every partition
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    producers: tuple[ProducerSpec, ...] = (ProducerSpec(duration_s=30.0),)
+    consumers: ConsumerSpec = ConsumerSpec()
+
+    def duration_s(self) -> float:
+        """How long the producers are expected to run (the longest group)."""
+        return max((p.expected_duration_s() for p in self.producers), default=0.0)
+
+
+@dataclass(frozen=True)
+class Step:
+    action: str
+    name: str  # unique within the plan; random steps are "random-<i>-<kind>"
+    at: float | None = None
+    after: float | None = None
+    when: Condition | None = None
+    timeout: float | None = None  # seconds; set exactly when `when` is
+    on_timeout: str = "fail"  # fail | skip
+    target: Target | None = None
+    peers: Target | None = None  # partition: the other side (None: rest)
+    src: Target | None = None  # link actions: `from`
+    dst: Target | None = None  # link actions: `to`
+    duration: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # action parameters, defaults filled
+    line: int | None = None  # where the step starts in the plan file
+
+    def describe(self) -> str:
+        parts = [self.action]
+        if self.target:
+            parts.append(str(self.target))
+        if self.src and self.dst:
+            parts.append(f"{self.src} -> {self.dst}")
+        if self.peers:
+            parts.append(f"from {self.peers}")
+        parts += [f"{k}={v}" for k, v in self.params.items()]
+        if self.duration is not None:
+            parts.append(f"for {self.duration:g}s")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class NemesisSpec:
+    mode: str = "scripted"  # scripted | random
+    seed: int | None = None  # random: None means the run picks one and reports it
+    kinds: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    interval_s: float = 10.0  # mean quiet time between two faults
+    fault_duration_s: float = 5.0  # mean length of one fault
+    start_s: float = 5.0  # first fault not before
+    duration_s: float | None = None  # schedule horizon; None: the workload's duration
+    partitions: tuple[str, ...] = ()  # partitions that leader/follower targets refer to
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)  # per kind
+
+
+@dataclass(frozen=True)
+class Expectation:
+    anomaly: str
+    op: str
+    value: int
+
+    def matches(self, count: int) -> bool:
+        return _OPS[self.op](count, self.value)
+
+    def __str__(self) -> str:
+        return f"{self.op} {self.value}"
+
+
+@dataclass(frozen=True)
+class SettleSpec:
+    timeout_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class DrainSpec:
+    timeout_s: float = 60.0  # give up draining after this long (the partition: no-final-read)
+    idle_s: float = 3.0  # a partition is drained once at its end offset and idle this long
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    description: str
+    source: str  # the file it was loaded from
+    cluster: ClusterSpec
+    workload: WorkloadSpec
+    faults: tuple[Step, ...] = ()
+    nemesis: NemesisSpec = NemesisSpec()
+    expected: dict[str, Expectation] = field(default_factory=dict)
+    settle: SettleSpec = SettleSpec()
+    drain: DrainSpec = DrainSpec()
+    overrides: dict[str, str] = field(default_factory=dict)  # the --set values applied
+
+    def expected_text(self) -> dict[str, str]:
+        """`expected` as results.json writes it, e.g. {"lost-write": "> 0"}."""
+        return {k: str(v) for k, v in self.expected.items()}
