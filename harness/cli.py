@@ -19,7 +19,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("harness.demo", "start one broker, produce and consume with a real client"),
     "bench": ("harness.bench.cli", "benchmarks: broker, cluster, proxy, checker"),
     "plan": ("harness.plan.cli", "validate fault plans, show their steps or random schedule"),
-    "plan": ("harness.plan.cli", "validate fault plans, show their steps or random schedule"),
     "toxiproxy-server": ("harness.toxiproxy_server.main", "run the Toxiproxy-compatible server"),
     "check": ("harness.checker.cli", "check run histories, write results.json"),
     "images": ("harness.images", "build the container images (no registry needed)"),
