@@ -1,0 +1,124 @@
+"""read_for_fetch / OffsetForLeaderEpoch: fencing errors, DivergingEpoch, consumer visibility."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from replication_sim import values
+
+from broker_app.replication.errors import Errors
+from broker_app.replication.fetcher import FENCED, ReplicaFetcherState
+from broker_app.replication.messages import FetchIsolation
+
+A, B = 1, 2
+
+
+def _with_uncommitted_tail(make_cluster, **behaviour):
+    cluster = make_cluster([A, B], **behaviour)
+    cluster.elect(B, isr=[A, B])
+    cluster.produce(["m1"])
+    cluster.replicate(A, rounds=3)
+    cluster.produce(["m2"])  # not replicated: above the HW
+    return cluster
+
+
+def test_consumers_see_only_up_to_hw(make_cluster) -> None:
+    cluster = _with_uncommitted_tail(make_cluster)
+    result = cluster.leader.read_for_fetch(0, 1 << 20, FetchIsolation.HIGH_WATERMARK)
+    assert result.error == Errors.NONE and result.high_watermark == 1
+    assert result.records and b"m2" not in result.records
+    assert cluster.leader.read_for_fetch(1, 1 << 20, FetchIsolation.HIGH_WATERMARK).records == b""
+
+
+def test_log_end_visibility_serves_uncommitted_data(make_cluster) -> None:
+    cluster = _with_uncommitted_tail(make_cluster, consumer_visibility="log-end")
+    result = cluster.leader.read_for_fetch(1, 1 << 20, FetchIsolation.HIGH_WATERMARK)
+    assert b"m2" in result.records  # L5: a consumer reads what may be lost
+
+
+def test_current_leader_epoch_fencing(make_cluster) -> None:
+    cluster = _with_uncommitted_tail(make_cluster)
+    cluster.elect(B, isr=[A, B])  # epoch 1
+    leader = cluster.leader
+    read = leader.read_for_fetch
+    assert read(0, 100, FetchIsolation.LOG_END, current_leader_epoch=0).error == (
+        Errors.FENCED_LEADER_EPOCH
+    )
+    assert read(0, 100, FetchIsolation.LOG_END, current_leader_epoch=2).error == (
+        Errors.UNKNOWN_LEADER_EPOCH
+    )
+    assert read(0, 100, FetchIsolation.LOG_END, current_leader_epoch=1).error == Errors.NONE
+    assert leader.last_offset_for_leader_epoch(0, current_leader_epoch=0).error == (
+        Errors.FENCED_LEADER_EPOCH
+    )
+    follower = cluster.brokers[A].partition
+    assert follower.read_for_fetch(0, 100, FetchIsolation.HIGH_WATERMARK).error == (
+        Errors.NOT_LEADER_OR_FOLLOWER
+    )
+    assert follower.last_offset_for_leader_epoch(0).error == Errors.NOT_LEADER_OR_FOLLOWER
+
+
+def test_offset_out_of_range(make_cluster) -> None:
+    cluster = _with_uncommitted_tail(make_cluster)
+    result = cluster.leader.read_for_fetch(5, 100, FetchIsolation.LOG_END)
+    assert result.error == Errors.OFFSET_OUT_OF_RANGE
+    assert result.log_end_offset == 2
+
+
+def test_diverging_epoch_answer(make_cluster) -> None:
+    cluster = _with_uncommitted_tail(make_cluster)
+    cluster.elect(B, isr=[A, B])  # epoch 1 starts at offset 2 on B
+    cluster.produce(["n"])
+    leader = cluster.leader
+    # A fetcher claiming epoch 0 data up to offset 3 diverges: epoch 0 ends at 2 here.
+    result = leader.read_for_fetch(3, 100, FetchIsolation.LOG_END, last_fetched_epoch=0)
+    assert result.records == b""
+    assert (result.diverging_epoch.leader_epoch, result.diverging_epoch.end_offset) == (0, 2)
+    # Consistent: no divergence, records served.
+    ok = leader.read_for_fetch(2, 1 << 20, FetchIsolation.LOG_END, last_fetched_epoch=0)
+    assert ok.diverging_epoch is None and ok.records
+
+
+def test_kip101_answer_has_no_epoch(make_cluster) -> None:
+    cluster = _with_uncommitted_tail(make_cluster, truncation="kip-101")
+    cluster.elect(B, isr=[A, B])
+    answer = cluster.leader.last_offset_for_leader_epoch(0)
+    assert (answer.leader_epoch, answer.end_offset) == (-1, 2)
+    full = _with_uncommitted_tail(make_cluster, truncation="kip-279")
+    full.elect(B, isr=[A, B])
+    answer = full.leader.last_offset_for_leader_epoch(0)
+    assert (answer.leader_epoch, answer.end_offset) == (0, 2)
+
+
+def test_follower_fenced_by_newer_leader_epoch(make_cluster) -> None:
+    cluster = _with_uncommitted_tail(make_cluster)
+    stale = cluster.brokers[A].fetcher
+    request = stale.build_fetch()
+    cluster.elect(B, isr=[A, B], followers=[])  # A has not heard of epoch 1 yet
+    result, update = cluster.leader.fetch_records_for_follower(request, cluster.now_ms)
+    assert result.error == Errors.FENCED_LEADER_EPOCH and update.alter_partition is None
+    stale.on_fetch_response(result)
+    assert stale.state == FENCED
+    cluster.make_follower(A)  # the new metadata arrives: a fresh fetcher
+    assert cluster.brokers[A].fetcher is not stale
+    cluster.replicate(A, rounds=2)
+    assert values(cluster.brokers[A].log) == values(cluster.brokers[B].log)
+
+
+def test_follower_hw_is_capped_by_its_own_leo(make_cluster) -> None:
+    cluster = _with_uncommitted_tail(make_cluster)
+    fetcher: ReplicaFetcherState = cluster.brokers[A].fetcher
+    fetcher.max_bytes = 1
+    cluster.replicate(A, rounds=3)
+    log = cluster.brokers[A].log
+    assert log.high_watermark == min(cluster.leader.high_watermark, log.log_end_offset)
+    assert log.high_watermark == 2
+
+
+def test_fetch_from_unassigned_replica_is_rejected(make_cluster) -> None:
+    cluster = _with_uncommitted_tail(make_cluster)
+    request = cluster.brokers[A].fetcher.build_fetch()
+    result, _ = cluster.leader.fetch_records_for_follower(
+        replace(request, replica_id=99), cluster.now_ms
+    )
+    assert result.error == Errors.NOT_LEADER_OR_FOLLOWER

@@ -1,0 +1,178 @@
+"""ISR shrink after replica.lag.time.max.ms, expansion rules, and L6 (maximal vs eager ISR)."""
+
+from __future__ import annotations
+
+from replication_sim import LAG_MS, values
+
+from broker_app.replication.errors import Errors
+from broker_app.replication.messages import AlterPartitionResponse
+from broker_app.replication.partition import (
+    CommittedPartitionState,
+    PendingExpandIsr,
+    PendingShrinkIsr,
+)
+
+A, B, C = 1, 2, 3
+
+
+def _l6(cluster) -> tuple[bool, list[str]]:
+    """SCENARIOS.md L6: returns (was m2 acknowledged, the elected dropped replica's log)."""
+    cluster.elect(B, isr=[A, B])
+    cluster.produce(["m1"])
+    cluster.replicate(A, rounds=3)
+    assert cluster.leader.high_watermark == 1
+    cluster.produce(["m2"])  # A is cut off from now on
+    cluster.now_ms += LAG_MS + 1
+    request = cluster.leader.maybe_shrink_isr(cluster.now_ms)
+    assert request is not None and request.new_isr == (B,)
+    # The controller has not committed the shrink: its ISR is still {A, B}.
+    acked = cluster.leader.check_enough_replicas_reach_offset(2) == (True, Errors.NONE)
+    cluster.crash(B)
+    cluster.elect(A, isr=[A])  # a replica in the controller's ISR: a clean election
+    return acked, values(cluster.brokers[A].log)
+
+
+def test_l6_eager_isr_acknowledges_what_the_elected_replica_lacks(make_cluster) -> None:
+    cluster = make_cluster([A, B], isr_update="eager")
+    acked, a_log = _l6(cluster)
+    assert acked
+    assert a_log == ["m1"]  # acknowledged m2 is lost
+
+
+def test_l6_maximal_isr_keeps_waiting_for_the_dropped_replica(make_cluster) -> None:
+    cluster = make_cluster([A, B])
+    acked, a_log = _l6(cluster)
+    assert not acked  # m2 was never acknowledged, so losing it breaks no promise
+    assert a_log == ["m1"]
+
+
+def test_maximal_isr_hw_advances_only_after_controller_commits_shrink(make_cluster) -> None:
+    cluster = make_cluster([A, B])
+    cluster.elect(B, isr=[A, B])
+    cluster.produce(["m1"])
+    cluster.now_ms += LAG_MS + 1
+    request = cluster.leader.maybe_shrink_isr(cluster.now_ms)
+    assert isinstance(cluster.leader.partition_state, PendingShrinkIsr)
+    assert cluster.leader.maximal_isr == {A, B}
+    assert cluster.leader.high_watermark == 0
+    # No second change while one is in flight.
+    assert cluster.leader.maybe_shrink_isr(cluster.now_ms) is None
+    assert cluster.commit(request) is True
+    assert cluster.leader.isr == {B}
+    assert cluster.leader.high_watermark == 1
+
+
+def test_shrink_waits_exactly_for_the_lag_time(make_cluster) -> None:
+    cluster = make_cluster([A, B])
+    cluster.elect(B, isr=[A, B])
+    start = cluster.now_ms
+    cluster.produce(["m1"])
+    assert cluster.leader.maybe_shrink_isr(start + LAG_MS) is None
+    assert cluster.leader.maybe_shrink_isr(start + LAG_MS + 1) is not None
+
+
+def test_follower_fetching_but_never_reaching_leader_end_is_dropped(make_cluster) -> None:
+    cluster = make_cluster([A, B])
+    cluster.elect(B, isr=[A, B])
+    cluster.replicate(A, rounds=1)  # caught up (both empty) at t0
+    t0 = cluster.now_ms
+    cluster.produce(["m1"])
+    for i in range(1, 4):
+        # The leader gains a record before each fetch is answered; the follower always
+        # fetches from an offset below the leader's end at the previous fetch.
+        cluster.now_ms = t0 + i * (LAG_MS // 2)
+        cluster.leader.update_follower_fetch_state(A, 0, cluster.now_ms)
+        cluster.produce([f"n{i}"])
+    assert cluster.leader.out_of_sync_replicas(cluster.now_ms) == {A}
+
+
+def test_follower_that_keeps_up_with_previous_leader_end_stays(make_cluster) -> None:
+    cluster = make_cluster([A, B])
+    cluster.elect(B, isr=[A, B])
+    t0 = cluster.now_ms
+    for i in range(1, 6):
+        cluster.produce([f"m{i}"])
+        cluster.now_ms = t0 + i * (LAG_MS // 2)
+        # Each fetch reaches the leader's end as of the previous fetch, never the current one.
+        cluster.leader.update_follower_fetch_state(A, i - 1, cluster.now_ms)
+    assert cluster.leader.log_end_offset == 5
+    assert cluster.leader.out_of_sync_replicas(cluster.now_ms) == frozenset()
+
+
+def test_expansion_needs_hw_and_current_epoch_start(make_cluster) -> None:
+    cluster = make_cluster([A, B, C])
+    cluster.elect(A, isr=[A, B, C])  # epoch 0
+    for v in ["m0", "m1", "m2", "m3", "m4"]:
+        cluster.produce([v])
+    cluster.replicate(B, rounds=2)  # B has all five
+    cluster.brokers[C].fetcher.max_bytes = 1  # one batch per fetch
+    cluster.fetch_round(C)
+    cluster.fetch_round(C)  # C holds m0, m1; A's HW is 1
+    cluster.fetch_round(B)  # B learns HW 1
+    cluster.crash(A)
+    cluster.elect(B, isr=[A, B], followers=[])  # epoch 1 starts at 5; A (dead) keeps HW low
+    leader = cluster.leader
+    assert leader.leader_epoch_start_offset == 5
+    assert leader.high_watermark == 1
+    cluster.make_follower(C)
+    c_fetcher = cluster.brokers[C].fetcher
+    c_fetcher.max_bytes = 1
+    cluster.fetch_round(C)  # fetch offset 2: C is past the HW, short of the epoch start
+    assert leader.remote_replicas[C].log_end_offset == 2
+    assert not leader.is_follower_in_sync(C)
+    assert isinstance(leader.partition_state, CommittedPartitionState)
+    while cluster.brokers[C].log.log_end_offset < 5:
+        cluster.fetch_round(C)
+    assert c_fetcher.state == "fetching"
+    outcome = cluster.fetch_round(C)  # this fetch tells B that C holds offset 5
+    assert outcome.error == Errors.NONE
+    update = cluster.last_update
+    assert update.alter_partition is not None and update.alter_partition.new_isr == (A, B, C)
+    # A pending expansion counts at once.
+    assert isinstance(leader.partition_state, PendingExpandIsr)
+    assert leader.maximal_isr == {A, B, C}
+    assert leader.isr == {A, B}
+    cluster.commit(update.alter_partition)
+    assert leader.isr == {A, B, C}
+
+
+def test_alter_partition_rejection_reverts_or_stays_pending(make_cluster) -> None:
+    cluster = make_cluster([A, B])
+    cluster.elect(B, isr=[A, B])
+    cluster.now_ms += LAG_MS + 1
+    leader = cluster.leader
+    request = leader.maybe_shrink_isr(cluster.now_ms)
+    # An unclear error (the controller may or may not have applied it): stay pending.
+    leader.on_alter_partition_response(
+        request, AlterPartitionResponse(error=Errors.INVALID_UPDATE_VERSION), cluster.now_ms
+    )
+    assert isinstance(leader.partition_state, PendingShrinkIsr)
+    # "Not applied, your state is right": back to the last committed ISR.
+    leader.on_alter_partition_response(
+        request, AlterPartitionResponse(error=Errors.OPERATION_NOT_ATTEMPTED), cluster.now_ms
+    )
+    assert leader.partition_state == CommittedPartitionState(frozenset({A, B}))
+
+
+def test_stale_alter_partition_response_after_new_epoch_is_ignored(make_cluster) -> None:
+    cluster = make_cluster([A, B])
+    cluster.elect(B, isr=[A, B])
+    cluster.now_ms += LAG_MS + 1
+    request = cluster.leader.maybe_shrink_isr(cluster.now_ms)
+    cluster.elect(B, isr=[A, B])  # new epoch before the answer arrives
+    hw_moved = cluster.leader.on_alter_partition_response(
+        request,
+        AlterPartitionResponse(leader_epoch=request.leader_epoch, isr=(B,), partition_epoch=99),
+        cluster.now_ms,
+    )
+    assert hw_moved is False
+    assert cluster.leader.isr == {A, B}
+
+
+def test_stale_leader_and_isr_is_ignored(make_cluster) -> None:
+    cluster = make_cluster([A, B])
+    cluster.elect(B, isr=[A, B])
+    cluster.elect(B, isr=[A, B])
+    p = cluster.leader
+    assert p.make_leader(0, [B], [A, B], 0, cluster.now_ms) is False
+    assert p.leader_epoch == 1 and p.isr == {A, B}
