@@ -122,3 +122,14 @@ def test_fetch_from_unassigned_replica_is_rejected(make_cluster) -> None:
         replace(request, replica_id=99), cluster.now_ms
     )
     assert result.error == Errors.NOT_LEADER_OR_FOLLOWER
+
+
+def test_snapshot_is_plain_json(make_cluster) -> None:
+    import json
+
+    cluster = _with_uncommitted_tail(make_cluster)
+    snap = json.loads(json.dumps(cluster.leader.snapshot()))
+    assert snap["role"] == "leader" and snap["isr"] == [A, B]
+    assert snap["log_end_offset"] == 2 and snap["high_watermark"] == 1
+    assert snap["epoch_cache"] == [[0, 0]]
+    assert snap["remote_replicas"][str(A)]["log_end_offset"] == 1

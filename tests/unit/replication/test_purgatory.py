@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from replication_sim import TOPIC
 
+from broker_app.replication.delayed_fetch import DelayedFetch, FetchPartitionStatus
+from broker_app.replication.messages import FetchIsolation
 from broker_app.replication.purgatory import DelayedOperation, Purgatory
 
 
@@ -60,3 +63,41 @@ def test_expiry_by_deadline() -> None:
 def test_operation_needs_a_key() -> None:
     with pytest.raises(ValueError, match="at least one key"):
         Purgatory("t").try_complete_else_watch(Flag(1, {"ready": False}), [])
+
+
+def test_delayed_fetch_waits_for_min_bytes_then_completes(make_cluster) -> None:
+    cluster = make_cluster([1, 2])
+    cluster.elect(1, isr=[1])
+    key = (TOPIC, 0)
+    done: list[int] = []
+    local = cluster.leader
+    op = DelayedFetch(
+        deadline_ms=cluster.now_ms + 500,
+        min_bytes=1,
+        statuses={key: FetchPartitionStatus(0, FetchIsolation.HIGH_WATERMARK)},
+        lookup=lambda k: local if k == key else None,
+        callback=lambda: done.append(1),
+    )
+    p: Purgatory[DelayedFetch] = Purgatory("fetch")
+    assert p.try_complete_else_watch(op, [key]) is False  # nothing to read yet
+    cluster.produce(["m"], acks=1)  # ISR {1}: the HW moves at once
+    assert p.check_and_complete(key) == 1 and done == [1]
+
+
+def test_delayed_fetch_answers_at_once_when_leadership_moves(make_cluster) -> None:
+    cluster = make_cluster([1, 2])
+    cluster.elect(1, isr=[1, 2])
+    key = (TOPIC, 0)
+    done: list[int] = []
+    local = cluster.leader
+    op = DelayedFetch(
+        cluster.now_ms + 500, 1_000,
+        {key: FetchPartitionStatus(0, FetchIsolation.HIGH_WATERMARK, current_leader_epoch=0)},
+        lambda k: local if k == key else None,
+        lambda: done.append(1),
+    )  # fmt: skip
+    p: Purgatory[DelayedFetch] = Purgatory("fetch")
+    assert p.try_complete_else_watch(op, [key]) is False
+    cluster.elect(2, isr=[1, 2])
+    assert p.check_and_complete(key) == 1 and done == [1]
+    assert p.expire_due(cluster.now_ms + 10_000) == []
