@@ -193,6 +193,13 @@ class ReplicaFetcherState:
             return self._outcome(
                 Errors.OFFSET_OUT_OF_RANGE, truncated_to=self._truncate(result.log_end_offset)
             )
+        if leo < result.log_start_offset:
+            # Too far behind: the leader deleted what comes next. Start over at its log start.
+            self.log.truncate_fully_and_start_at(result.log_start_offset)
+            self.truncations.append(result.log_start_offset)
+            return self._outcome(
+                Errors.OFFSET_OUT_OF_RANGE, truncated_to=result.log_start_offset
+            )
         return self._outcome(
             Errors.OFFSET_OUT_OF_RANGE,
             detail=f"fetch offset {leo} outside leader range "

@@ -133,3 +133,22 @@ def test_snapshot_is_plain_json(make_cluster) -> None:
     assert snap["log_end_offset"] == 2 and snap["high_watermark"] == 1
     assert snap["epoch_cache"] == [[0, 0]]
     assert snap["remote_replicas"][str(A)]["log_end_offset"] == 1
+
+
+def test_follower_beyond_leader_end_truncates_on_out_of_range(make_cluster) -> None:
+    # Pre-epoch protocol (no LastFetchedEpoch): a longer follower log gets OFFSET_OUT_OF_RANGE
+    # and is cut back to the leader's end.
+    cluster = make_cluster([A, B], truncation="kip-101")
+    cluster.elect(A, isr=[A, B])
+    cluster.produce(["m1"])
+    cluster.replicate(B, rounds=3)
+    cluster.produce(["m2"])
+    cluster.crash(A)
+    cluster.elect(B, isr=[B])
+    cluster.restart(A)
+    cluster.make_follower(A)
+    fetcher = cluster.brokers[A].fetcher
+    fetcher.state = "fetching"  # skip OffsetForLeaderEpoch to reach the fetch-path fallback
+    outcome = cluster.fetch_round(A)
+    assert outcome.error == Errors.OFFSET_OUT_OF_RANGE and outcome.truncated_to == 1
+    assert values(cluster.brokers[A].log) == ["m1"]
