@@ -147,6 +147,11 @@ def check_runs(
     runs, failed = _prepare_runs(run_dirs, expected)
     checked: dict[Path, RunResult] = {}
     if runs:
+        if spark is None:
+            from pyspark.sql import SparkSession
+
+            spark = SparkSession.getActiveSession()
+        # Stop the session only if this call started it (tests and nightly share one).
         own = spark is None
         spark = spark or spark_session(spark_master)
         try:

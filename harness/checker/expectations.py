@@ -61,12 +61,12 @@ def parse_expected(expected: Any, where: str = "expected") -> list[Expectation]:
                 f"{where}: unknown anomaly {name!r}; known: {', '.join(ANOMALIES)}"
             )
         if isinstance(text, bool) or not isinstance(text, str | int):
-            raise ExpectationError(f"{where}.{name}: expression must be a string like '> 0'")
+            raise ExpectationError(f"{where}: {name}: expression must be a string like '> 0'")
         # A bare number means "== n": a natural shorthand in YAML plans.
         m = _EXPR.match(f"== {text}" if isinstance(text, int) else text)
         if not m:
             raise ExpectationError(
-                f"{where}.{name}: cannot parse {text!r}; expected '<op> <n>' with op in "
+                f"{where}: {name}: cannot parse {text!r}; expected '<op> <n>' with op in "
                 f"{' '.join(_OPS)} and n a non-negative integer, e.g. '> 0'"
             )
         out.append(Expectation(name, m.group(1), int(m.group(2)), str(text)))

@@ -1,0 +1,158 @@
+"""The Spark checker on hand-written fixture histories: each anomaly alone, results.json shape."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.checker.history import ANOMALIES
+
+pytestmark = pytest.mark.spark
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "histories"
+
+# fixture -> (anomaly it must trigger, count, by_partition, examples)
+SINGLE = {
+    "lost-write": ("lost-write", 2, {"t-0": 2}, [[2, 3], [4, 5]]),
+    "inconsistent-offset": ("inconsistent-offset", 1, {"t-0": 1}, [[1, 3]]),
+    "uncommitted-read": ("uncommitted-read", 1, {"t-0": 1}, [[5]]),
+    "duplicate": ("duplicate", 1, {"t-0": 1}, [[3, 5]]),
+    "nonmonotonic-poll": ("nonmonotonic-poll", 1, {"t-0": 1}, [[5, 7]]),
+    "poll-skip": ("poll-skip", 1, {"t-0": 1}, [[7, 9]]),
+    "lost-failure": ("lost-failure", 1, {"t-0": 1}, [[0, 1, 3]]),
+    "unseen-info": ("unseen-info", 1, {"t-0": 1}, [[0, 1, 3]]),
+    "no-final-read": ("no-final-read", 1, {"t-1": 1}, [[2]]),
+}
+CLEAN = ("clean", "edges")
+
+
+@pytest.fixture(scope="module")
+def checked(spark, tmp_path_factory):
+    """Every fixture checked in ONE check_runs call (as a nightly summary does)."""
+    from harness.checker.check import check_runs
+
+    root = tmp_path_factory.mktemp("runs")
+    names = [*SINGLE, *CLEAN, "malformed"]
+    for name in names:
+        (root / name).mkdir()
+        shutil.copy(FIXTURES / name / "history.jsonl", root / name / "history.jsonl")
+    results = check_runs([root / n for n in names], spark=spark)
+    return {n: r for n, r in zip(names, results, strict=True)}
+
+
+@pytest.mark.parametrize("name", sorted(SINGLE))
+def test_each_fixture_triggers_its_anomaly_and_no_other(checked, name) -> None:
+    anomaly, count, by_partition, examples = SINGLE[name]
+    res = checked[name].results
+    assert res is not None, checked[name].error
+    got = res["anomalies"][anomaly]
+    assert (got["count"], got["by_partition"], got["examples"]) == (count, by_partition, examples)
+    others = {a: res["anomalies"][a]["count"] for a in ANOMALIES if a != anomaly}
+    assert others == dict.fromkeys(others, 0)
+    assert res["valid"] is (anomaly == "unseen-info")
+
+
+@pytest.mark.parametrize("name", CLEAN)
+def test_clean_histories_are_valid(checked, name) -> None:
+    res = checked[name].results
+    assert res["valid"] is True and res["verdict"] == "as-expected"
+    assert {a: v["count"] for a, v in res["anomalies"].items()} == dict.fromkeys(ANOMALIES, 0)
+
+
+def test_edge_case_stats(checked) -> None:
+    # acks=0 ok without offset, info + fail sends that never happened, a crashed process's
+    # invoke without completion, empty polls, nemesis ops between invoke and completion.
+    stats = checked["edges"].results["stats"]
+    assert stats == {
+        "sends": 7,
+        "acked": 4,
+        "failed": 1,
+        "info": 1,
+        "polls": 6,
+        "lost_by_acks": {"all": 0, "1": 0, "0": 0},
+    }
+
+
+def test_lost_by_acks(checked) -> None:
+    assert checked["lost-write"].results["stats"]["lost_by_acks"] == {"all": 0, "1": 1, "0": 1}
+
+
+def test_results_json_shape_on_disk(checked) -> None:
+    path = checked["lost-write"].run_dir / "results.json"
+    res = json.loads(path.read_text())
+    assert list(res) == ["valid", "anomalies", "stats", "expected", "verdict"]
+    assert list(res["anomalies"]) == list(ANOMALIES)
+    for a in res["anomalies"].values():
+        assert set(a) == {"count", "by_partition", "examples"}
+        assert len(a["examples"]) <= 10
+        assert all(isinstance(i, int) for ex in a["examples"] for i in ex)
+    assert set(res["stats"]) == {"sends", "acked", "failed", "info", "polls", "lost_by_acks"}
+    assert res["expected"] == {} and res["verdict"] == "unexpected" and res["valid"] is False
+
+
+def test_malformed_history_is_an_error_with_file_and_line(checked) -> None:
+    r = checked["malformed"]
+    assert r.results is None and r.verdict == "error"
+    assert "malformed/history.jsonl:2: partition" in r.error
+    assert not (r.run_dir / "results.json").exists()
+
+
+def test_examples_capped_at_ten_and_earliest_first(spark, tmp_path) -> None:
+    from harness.checker.check import check_runs
+    from harness.checker.history import HistoryWriter
+
+    run = tmp_path / "many"
+    run.mkdir()
+    with HistoryWriter(run / "history.jsonl") as w:
+        for v in range(25):
+            w.complete(
+                w.invoke(0, "send", topic="t", partition=v % 2, value=v, acks="all"),
+                "ok",
+                offset=v // 2,
+            )
+        final = [
+            {"topic": "t", "partition": 0, "offset": 0, "value": 0},
+            {"topic": "t", "partition": 1, "offset": 0, "value": 1},
+        ]
+        w.complete(w.invoke(1, "poll", final=True), "ok", records=final)
+    (r,) = check_runs([run], spark=spark)
+    lost = r.results["anomalies"]["lost-write"]
+    assert lost["count"] == 23 and lost["by_partition"] == {"t-0": 12, "t-1": 11}
+    assert lost["examples"] == [[2 * v, 2 * v + 1] for v in range(2, 12)]
+    assert r.results["stats"]["lost_by_acks"]["all"] == 23
+
+
+def test_expected_from_plan_and_override(spark, tmp_path, copy_fixture) -> None:
+    from harness.checker.check import check_runs
+
+    run = copy_fixture("lost-write")
+    (run / "plan.yaml").write_text("name: legacy\nexpected:\n  lost-write: '> 0'\n")
+    (r,) = check_runs([run], spark=spark)
+    assert r.results["expected"] == {"lost-write": "> 0"}
+    assert r.results["verdict"] == "as-expected" and r.results["valid"] is False
+    (r,) = check_runs([run], spark=spark, expected={"lost-write": "== 0"})
+    assert r.results["verdict"] == "unexpected"
+    assert json.loads((run / "results.json").read_text())["expected"] == {"lost-write": "== 0"}
+
+
+def test_bad_plan_expectation_is_an_error(spark, tmp_path, copy_fixture) -> None:
+    from harness.checker.check import check_runs
+
+    run = copy_fixture("clean")
+    (run / "plan.yaml").write_text("expected:\n  lost-writes: '> 0'\n")
+    (r,) = check_runs([run], spark=spark)
+    assert r.results is None and "plan.yaml: expected: unknown anomaly 'lost-writes'" in r.error
+
+
+def test_empty_history_and_missing_dir(spark, tmp_path) -> None:
+    from harness.checker.check import check_runs
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "history.jsonl").write_text("")
+    r_empty, r_missing = check_runs([empty, tmp_path / "nope"], spark=spark)
+    assert r_empty.results["valid"] is True and r_empty.results["stats"]["sends"] == 0
+    assert r_missing.results is None and "not a directory" in r_missing.error

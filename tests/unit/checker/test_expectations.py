@@ -1,0 +1,55 @@
+"""Expectations: parsing errors and verdicts (no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.checker.expectations import (
+    AS_EXPECTED,
+    UNEXPECTED,
+    ExpectationError,
+    parse_expected,
+    verdict,
+)
+
+
+def test_parse_and_evaluate() -> None:
+    exps = parse_expected({"lost-write": "> 0", "inconsistent-offset": "== 0", "duplicate": 0})
+    assert [(e.anomaly, e.op, e.n) for e in exps] == [
+        ("lost-write", ">", 0),
+        ("inconsistent-offset", "==", 0),
+        ("duplicate", "==", 0),
+    ]
+    assert verdict(False, {"lost-write": 3}, exps) == AS_EXPECTED
+    assert verdict(True, {"lost-write": 0}, exps) == UNEXPECTED
+    assert verdict(False, {"lost-write": 3, "inconsistent-offset": 1}, exps) == UNEXPECTED
+
+
+@pytest.mark.parametrize("op", ["==", "!=", ">=", "<=", ">", "<"])
+def test_every_operator(op: str) -> None:
+    (e,) = parse_expected({"poll-skip": f"{op} 2"})
+    truth = {"==": [2], "!=": [0, 3], ">=": [2, 3], "<=": [0, 2], ">": [3], "<": [0]}[op]
+    assert [n for n in (0, 2, 3) if e.holds(n)] == truth
+
+
+def test_without_expectations_verdict_follows_valid() -> None:
+    assert verdict(True, {}, []) == AS_EXPECTED
+    assert verdict(False, {"lost-write": 1}, []) == UNEXPECTED
+    assert parse_expected(None) == []
+
+
+@pytest.mark.parametrize(
+    ("expected", "words"),
+    [
+        ({"lost-writes": "> 0"}, "unknown anomaly 'lost-writes'"),
+        ({"lost-write": "more than 0"}, "lost-write: cannot parse 'more than 0'"),
+        ({"lost-write": "> -1"}, "cannot parse"),
+        ({"lost-write": ["> 0"]}, "must be a string"),
+        ({"lost-write": True}, "must be a string"),
+        (["lost-write"], "must be a mapping"),
+    ],
+)
+def test_bad_expectations_name_what_is_wrong(expected, words) -> None:
+    with pytest.raises(ExpectationError, match="^plan.yaml: ") as err:
+        parse_expected(expected, "plan.yaml")
+    assert words in str(err.value)
