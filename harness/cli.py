@@ -2,8 +2,8 @@
 
 Each subcommand lives in its own module, which exposes
 `add_arguments(parser: argparse.ArgumentParser) -> None` and `run(args) -> int`.
-Modules are imported only when their subcommand runs, so `highwater broker`
-never pays for importing Spark. To add a subcommand, add one row to COMMANDS.
+Only the chosen subcommand's module is imported, so `highwater broker` never
+pays for importing Spark. To add a subcommand, add one row to COMMANDS.
 """
 
 from __future__ import annotations
@@ -25,20 +25,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only `command`'s module is imported, so one command's missing
+    dependency never breaks the others (and `highwater broker` never imports Spark)."""
     parser = argparse.ArgumentParser(prog="highwater", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_path, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(_module=module_path)
-        # Argument definitions live with the command; import is cheap for all but
-        # the heavy modules, which must keep heavy imports inside run().
-        importlib.import_module(module_path).add_arguments(p)
+        if name == command:
+            importlib.import_module(module_path).add_arguments(p)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command if command in COMMANDS else None).parse_args(argv)
     module = importlib.import_module(args._module)
     try:
         return int(module.run(args) or 0)
