@@ -1,1 +1,54 @@
-"""Storage: Log, LogSegment, OffsetIndex, checkpoints, LeaderEpochCache, recovery."""
+"""Storage: Log, LogSegment, OffsetIndex, checkpoints, LeaderEpochCache, recovery.
+
+Kafka's on-disk layout in Python, plain synchronous file I/O, no asyncio, no sockets:
+`<log dir>/<topic>-<partition>/<20-digit base offset>.log|.index`, `leader-epoch-checkpoint`,
+and per log dir `replication-offset-checkpoint`, `recovery-point-offset-checkpoint`,
+`.kafka_cleanshutdown`. Batches (RecordBatch v2) are stored verbatim; the leader rewrites
+only baseOffset and partitionLeaderEpoch. Entry points: LogManager (one per broker log dir)
+and Log (one per partition). Not thread-safe: call from one thread.
+"""
+
+from .epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
+from .errors import (
+    CorruptRecordError,
+    DuplicateSequenceError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
+    RecordBatchTooLargeError,
+    StorageError,
+    UnexpectedAppendOffsetError,
+)
+from .log import Log, LogAppendInfo, LogConfig, TimestampAndOffset
+from .log_manager import LogManager
+from .records import BatchHeader, Record, build_batch, decode_records, iter_batches
+from .topic_partition import TopicPartition
+
+__all__ = [
+    "UNDEFINED_EPOCH",
+    "UNDEFINED_EPOCH_OFFSET",
+    "BatchHeader",
+    "CorruptRecordError",
+    "DuplicateSequenceError",
+    "InvalidProducerEpochError",
+    "InvalidRecordError",
+    "KafkaStorageError",
+    "LeaderEpochCache",
+    "Log",
+    "LogAppendInfo",
+    "LogConfig",
+    "LogManager",
+    "OffsetOutOfRangeError",
+    "OutOfOrderSequenceError",
+    "Record",
+    "RecordBatchTooLargeError",
+    "StorageError",
+    "TimestampAndOffset",
+    "TopicPartition",
+    "UnexpectedAppendOffsetError",
+    "build_batch",
+    "decode_records",
+    "iter_batches",
+]

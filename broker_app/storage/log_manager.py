@@ -1,0 +1,133 @@
+"""LogManager: all logs of one log directory (Kafka's LogManager, one log dir).
+
+Contract:
+- At construction, every `<topic>-<partition>/` directory is opened. If the
+  `.kafka_cleanshutdown` marker is present the shutdown was clean and no segment is
+  re-validated; otherwise each log recovers from its entry in
+  `recovery-point-offset-checkpoint` (0 if absent). The marker is then removed, so a crash
+  from here on is seen as unclean at the next start.
+- Each Log's high watermark is initialised from `replication-offset-checkpoint`.
+- `checkpoint_high_watermarks()` / `checkpoint_recovery_points()` rewrite those files
+  atomically; `shutdown()` flushes every log, writes both, then writes the marker.
+- Directories marked for deletion (`*-delete`) or with a name that is not a topic-partition
+  are skipped (the former are removed).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from .checkpoints import (
+    RECOVERY_POINT_OFFSET_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile,
+    fsync_dir,
+)
+from .errors import KafkaStorageError
+from .log import Log, LogConfig
+from .topic_partition import TopicPartition
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+
+class LogManager:
+    def __init__(self, log_dir: Path, config: LogConfig | None = None) -> None:
+        self.log_dir = Path(log_dir)
+        self.config = config or LogConfig()
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.replication_checkpoint = OffsetCheckpointFile(
+            self.log_dir / REPLICATION_OFFSET_CHECKPOINT
+        )
+        self.recovery_checkpoint = OffsetCheckpointFile(
+            self.log_dir / RECOVERY_POINT_OFFSET_CHECKPOINT
+        )
+        self._logs: dict[TopicPartition, Log] = {}
+        marker = self.log_dir / CLEAN_SHUTDOWN_FILE
+        self.had_clean_shutdown = marker.exists()
+        self._load_logs()
+        if self.had_clean_shutdown:
+            marker.unlink()
+            fsync_dir(self.log_dir)
+        self._closed = False
+
+    def _load_logs(self) -> None:
+        recovery_points = self.recovery_checkpoint.read()
+        high_watermarks = self.replication_checkpoint.read()
+        for d in sorted(self.log_dir.iterdir()):
+            if not d.is_dir():
+                continue
+            if d.name.endswith("-delete"):
+                shutil.rmtree(d, ignore_errors=True)  # a deletion interrupted by a crash
+                continue
+            try:
+                tp = TopicPartition.parse_dir_name(d.name)
+            except ValueError:
+                continue
+            log = Log.open(
+                d,
+                self.config,
+                recovery_points.get(tp, 0),
+                had_clean_shutdown=self.had_clean_shutdown,
+            )
+            log.update_high_watermark(high_watermarks.get(tp, log.log_start_offset))
+            self._logs[tp] = log
+
+    # --- access ----------------------------------------------------------------------
+
+    def get_log(self, tp: TopicPartition | tuple[str, int]) -> Log | None:
+        return self._logs.get(TopicPartition(*tp))
+
+    def get_or_create_log(self, topic: str, partition: int) -> Log:
+        tp = TopicPartition(topic, partition)
+        log = self._logs.get(tp)
+        if log is None:
+            if self._closed:
+                raise KafkaStorageError(f"log manager for {self.log_dir} is shut down")
+            if not topic or "/" in topic or topic in (".", "..") or partition < 0:
+                raise ValueError(f"invalid topic-partition {topic!r}/{partition}")
+            log = Log.open(self.log_dir / tp.dir_name, self.config)
+            fsync_dir(self.log_dir)
+            self._logs[tp] = log
+        return log
+
+    def all_logs(self) -> dict[TopicPartition, Log]:
+        return dict(self._logs)
+
+    def delete_log(self, tp: TopicPartition | tuple[str, int]) -> bool:
+        log = self._logs.pop(TopicPartition(*tp), None)
+        if log is None:
+            return False
+        log.delete()
+        return True
+
+    # --- checkpoints -----------------------------------------------------------------
+
+    def checkpoint_high_watermarks(self) -> None:
+        self.replication_checkpoint.write(
+            {tp: log.high_watermark for tp, log in self._logs.items()}
+        )
+
+    def read_high_watermarks(self) -> dict[TopicPartition, int]:
+        return self.replication_checkpoint.read()  # type: ignore[return-value]
+
+    def checkpoint_recovery_points(self) -> None:
+        self.recovery_checkpoint.write({tp: log.recovery_point for tp, log in self._logs.items()})
+
+    def flush_all(self) -> None:
+        for log in self._logs.values():
+            log.flush()
+
+    def shutdown(self) -> None:
+        """Flush everything, write both checkpoints, then mark the shutdown clean."""
+        if self._closed:
+            return
+        self.flush_all()
+        self.checkpoint_recovery_points()
+        self.checkpoint_high_watermarks()
+        for log in self._logs.values():
+            log.close()
+        marker = self.log_dir / CLEAN_SHUTDOWN_FILE
+        marker.write_bytes(b"")
+        fsync_dir(self.log_dir)
+        self._closed = True

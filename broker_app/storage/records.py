@@ -1,0 +1,444 @@
+"""RecordBatch v2 (magic 2): header parsing, validation, offset stamping, decoding, building.
+
+Contract:
+- Batches are stored verbatim. The leader changes only baseOffset and partitionLeaderEpoch
+  (`stamp_batch`), both outside the CRC, which covers attributes..end; compressed batches
+  are never decompressed on the append path.
+- `iter_batches` frames a buffer into (BatchHeader, memoryview) pairs without copying.
+- `decode_records` decompresses (gzip, snappy with xerial framing, lz4 frame, zstd) and is
+  meant for dump-log --print-data, ListOffsets by timestamp and tests, not the hot path.
+- `build_batch` is a small producer-side builder for tests and the benchmark's null broker.
+
+Layout (big-endian): baseOffset i64 @0, batchLength i32 @8, partitionLeaderEpoch i32 @12,
+magic i8 @16, crc u32 @17, attributes i16 @21, lastOffsetDelta i32 @23, baseTimestamp i64 @27,
+maxTimestamp i64 @35, producerId i64 @43, producerEpoch i16 @51, baseSequence i32 @53,
+recordsCount i32 @57, records @61.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import crc32c
+
+from .errors import CorruptRecordError, InvalidRecordError
+
+HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
+RECORD_BATCH_OVERHEAD = HEADER_STRUCT.size  # 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the part not counted in batchLength
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+MAGIC_OFFSET = 16
+# Largest batchLength we will even try to frame; Kafka's cap is the segment size (int32).
+MAX_BATCH_LENGTH = 2**31 - 1 - LOG_OVERHEAD
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+INT32_MAX = 2**31 - 1
+
+COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD = range(5)
+COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+
+_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
+_STAMP = struct.Struct(">q")
+_EPOCH = struct.Struct(">i")
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's DefaultRecordBatch.incrementSequence: sequences wrap at INT32_MAX to 0."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def size(self) -> int:
+        return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & 0x07
+
+    @property
+    def timestamp_type(self) -> str:
+        return "LogAppendTime" if self.attributes & TIMESTAMP_TYPE_MASK else "CreateTime"
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+
+def parse_header(buf: bytes | memoryview, position: int = 0) -> BatchHeader:
+    """Parse the 61-byte header at `position`; the caller ensures enough bytes."""
+    return BatchHeader(*HEADER_STRUCT.unpack_from(buf, position))
+
+
+def iter_batches(
+    buf: bytes | bytearray | memoryview, *, allow_partial_tail: bool
+) -> Iterator[tuple[BatchHeader, memoryview]]:
+    """Yield (header, view) for each whole batch in `buf`.
+
+    A trailing partial batch is skipped if `allow_partial_tail` (fetch responses may end
+    mid-batch) and otherwise raises CorruptRecordError naming its position. A batchLength
+    that cannot be a v2 batch always raises: framing past it would be guesswork.
+    """
+    view = memoryview(buf)
+    end = len(view)
+    pos = 0
+    while pos < end:
+        if end - pos < LOG_OVERHEAD:
+            if allow_partial_tail:
+                return
+            raise CorruptRecordError(
+                f"truncated batch at position {pos}: {end - pos} bytes, "
+                f"need {LOG_OVERHEAD} for baseOffset+batchLength"
+            )
+        base_offset, batch_length = _PREFIX.unpack_from(view, pos)
+        if batch_length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD or batch_length > MAX_BATCH_LENGTH:
+            raise CorruptRecordError(
+                f"batchLength {batch_length} out of range at position {pos} "
+                f"(baseOffset {base_offset}); minimum is {RECORD_BATCH_OVERHEAD - LOG_OVERHEAD}"
+            )
+        size = LOG_OVERHEAD + batch_length
+        if end - pos < size:
+            if allow_partial_tail:
+                return
+            raise CorruptRecordError(
+                f"truncated batch at position {pos} (baseOffset {base_offset}): "
+                f"batch size {size}, only {end - pos} bytes present"
+            )
+        if view[pos + MAGIC_OFFSET] != 2:
+            raise CorruptRecordError(
+                f"bad magic {view[pos + MAGIC_OFFSET]} at position {pos} "
+                f"(baseOffset {base_offset}); only magic 2 (RecordBatch v2) is supported"
+            )
+        yield parse_header(view, pos), view[pos : pos + size]
+        pos += size
+
+
+def compute_crc(view: bytes | memoryview) -> int:
+    """CRC32C over attributes..end of one batch."""
+    return crc32c.crc32c(memoryview(view)[ATTRIBUTES_OFFSET:])
+
+
+def validate_batch(view: bytes | memoryview, header: BatchHeader | None = None) -> BatchHeader:
+    """Check one framed batch: length, magic, CRC32C, record count. Returns its header."""
+    view = memoryview(view)
+    if len(view) < RECORD_BATCH_OVERHEAD:
+        raise CorruptRecordError(
+            f"batch of {len(view)} bytes is smaller than the v2 header ({RECORD_BATCH_OVERHEAD})"
+        )
+    h = header or parse_header(view)
+    if h.magic != 2:
+        raise CorruptRecordError(f"bad magic {h.magic} in batch at baseOffset {h.base_offset}")
+    if h.size != len(view):
+        raise CorruptRecordError(
+            f"batchLength {h.batch_length} does not match the {len(view)} bytes framed "
+            f"for baseOffset {h.base_offset}"
+        )
+    computed = compute_crc(view)
+    if computed != h.crc:
+        raise CorruptRecordError(
+            f"CRC32C mismatch in batch at baseOffset {h.base_offset}: "
+            f"stored crc {h.crc}, computed {computed}"
+        )
+    if h.records_count < 1 or h.last_offset_delta != h.records_count - 1:
+        # Kafka: "Inner record count must match lastOffsetDelta + 1" (batches we store
+        # are never compacted, so the count is exact).
+        raise InvalidRecordError(
+            f"recordsCount {h.records_count} does not match lastOffsetDelta "
+            f"{h.last_offset_delta} + 1 in batch at baseOffset {h.base_offset}"
+        )
+    return h
+
+
+def stamp_batch(view: bytes | memoryview, base_offset: int, partition_leader_epoch: int) -> bytes:
+    """Return a copy of the batch with baseOffset and partitionLeaderEpoch rewritten.
+
+    Both fields precede the CRC'd region, so the CRC stays valid.
+    """
+    out = bytearray(view)
+    _STAMP.pack_into(out, 0, base_offset)
+    _EPOCH.pack_into(out, 12, partition_leader_epoch)
+    return bytes(out)
+
+
+# --- decoding (dump-log, tests) ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+    sequence: int = NO_SEQUENCE
+
+
+def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Zigzag varint (Kafka's ByteUtils.readVarlong); returns (value, new position)."""
+    shift = 0
+    raw = 0
+    while True:
+        if pos >= len(buf):
+            raise CorruptRecordError(f"varint runs past the end of the records at byte {pos}")
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError(f"varint longer than 10 bytes ending at byte {pos}")
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def _write_varint(value: int, out: bytearray) -> None:
+    raw = (value << 1) ^ (value >> 63)
+    raw &= 0xFFFFFFFFFFFFFFFF
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+
+
+def _read_bytes(buf: bytes, pos: int, what: str) -> tuple[bytes | None, int]:
+    n, pos = _read_varint(buf, pos)
+    if n < 0:
+        return None, pos
+    if pos + n > len(buf):
+        raise CorruptRecordError(f"{what} of {n} bytes runs past the end of the records")
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def _snappy_decompress(data: bytes) -> bytes:
+    import cramjam
+
+    if data.startswith(_XERIAL_MAGIC):
+        # xerial framing: 8-byte magic, version i32, compatible i32, then [len i32][block]...
+        out = bytearray()
+        pos = 16
+        while pos < len(data):
+            (n,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            out += bytes(cramjam.snappy.decompress_raw(data[pos : pos + n]))
+            pos += n
+        return bytes(out)
+    return bytes(cramjam.snappy.decompress_raw(data))
+
+
+def _snappy_compress(data: bytes) -> bytes:
+    import cramjam
+
+    # One xerial block, like Kafka's SnappyOutputStream with a large block size.
+    block = bytes(cramjam.snappy.compress_raw(data))
+    return _XERIAL_MAGIC + struct.pack(">ii", 1, 1) + struct.pack(">i", len(block)) + block
+
+
+def decompress(codec: int, data: bytes) -> bytes:
+    if codec == COMPRESSION_NONE:
+        return data
+    if codec == COMPRESSION_GZIP:
+        return gzip.decompress(data)
+    if codec == COMPRESSION_SNAPPY:
+        return _snappy_decompress(data)
+    if codec == COMPRESSION_LZ4:
+        import lz4.frame
+
+        return lz4.frame.decompress(data)
+    if codec == COMPRESSION_ZSTD:
+        import zstandard
+
+        # Kafka's zstd frames may omit the content size; stream-decompress.
+        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    raise CorruptRecordError(f"unknown compression codec {codec} in batch attributes")
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    if codec == COMPRESSION_NONE:
+        return data
+    if codec == COMPRESSION_GZIP:
+        return gzip.compress(data)
+    if codec == COMPRESSION_SNAPPY:
+        return _snappy_compress(data)
+    if codec == COMPRESSION_LZ4:
+        import lz4.frame
+
+        return lz4.frame.compress(data)
+    if codec == COMPRESSION_ZSTD:
+        import zstandard
+
+        return zstandard.ZstdCompressor().compress(data)
+    raise ValueError(f"unknown compression codec {codec}")
+
+
+def decode_records(view: bytes | memoryview) -> list[Record]:
+    """Decode every record of one batch (decompressing if needed)."""
+    h = parse_header(view)
+    body = bytes(memoryview(view)[RECORD_BATCH_OVERHEAD : h.size])
+    try:
+        body = decompress(h.compression, body)
+    except CorruptRecordError:
+        raise
+    except Exception as exc:  # codec libraries raise their own types
+        raise CorruptRecordError(
+            f"cannot decompress {COMPRESSION_NAMES.get(h.compression)} batch at baseOffset "
+            f"{h.base_offset}: {exc}"
+        ) from exc
+    records: list[Record] = []
+    pos = 0
+    for i in range(h.records_count):
+        length, pos = _read_varint(body, pos)
+        end = pos + length
+        if length < 0 or end > len(body):
+            raise CorruptRecordError(
+                f"record {i} of batch at baseOffset {h.base_offset} has length {length}, "
+                f"only {len(body) - pos} bytes left"
+            )
+        pos += 1  # record attributes, unused
+        ts_delta, pos = _read_varint(body, pos)
+        off_delta, pos = _read_varint(body, pos)
+        key, pos = _read_bytes(body, pos, "key")
+        value, pos = _read_bytes(body, pos, "value")
+        n_headers, pos = _read_varint(body, pos)
+        headers: list[tuple[str, bytes | None]] = []
+        for _ in range(max(n_headers, 0)):
+            hk, pos = _read_bytes(body, pos, "header key")
+            hv, pos = _read_bytes(body, pos, "header value")
+            headers.append(((hk or b"").decode("utf-8", "replace"), hv))
+        if pos != end:
+            raise CorruptRecordError(
+                f"record {i} of batch at baseOffset {h.base_offset}: length says {length} "
+                f"bytes, fields used {length + pos - end}"
+            )
+        seq = (
+            NO_SEQUENCE
+            if h.base_sequence == NO_SEQUENCE
+            else increment_sequence(h.base_sequence, off_delta)
+        )
+        records.append(
+            Record(h.base_offset + off_delta, h.base_timestamp + ts_delta, key, value, headers, seq)
+        )
+    return records
+
+
+# --- building (tests, benchmark) ---------------------------------------------------------
+
+
+def _encode_record(
+    offset_delta: int,
+    ts_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: list[tuple[str, bytes | None]] | None,
+) -> bytes:
+    body = bytearray(b"\x00")  # attributes
+    _write_varint(ts_delta, body)
+    _write_varint(offset_delta, body)
+    for field in (key, value):
+        if field is None:
+            _write_varint(-1, body)
+        else:
+            _write_varint(len(field), body)
+            body += field
+    _write_varint(len(headers or ()), body)
+    for hk, hv in headers or ():
+        kb = hk.encode()
+        _write_varint(len(kb), body)
+        body += kb
+        if hv is None:
+            _write_varint(-1, body)
+        else:
+            _write_varint(len(hv), body)
+            body += hv
+    out = bytearray()
+    _write_varint(len(body), out)
+    return bytes(out + body)
+
+
+def build_batch(
+    records: list[tuple[bytes | None, bytes | None]]
+    | list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]],
+    *,
+    base_offset: int = 0,
+    epoch: int = 0,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    compression: int = COMPRESSION_NONE,
+    timestamp: int | None = None,
+    transactional: bool = False,
+    control: bool = False,
+) -> bytes:
+    """Build one v2 batch from (key, value) or (key, value, headers) tuples."""
+    if not records:
+        raise ValueError("a record batch needs at least one record")
+    ts = int(time.time() * 1000) if timestamp is None else timestamp
+    body = b"".join(
+        _encode_record(i, 0, r[0], r[1], r[2] if len(r) > 2 else None)  # type: ignore[misc]
+        for i, r in enumerate(records)
+    )
+    body = compress(compression, body)
+    attributes = compression
+    if transactional:
+        attributes |= TRANSACTIONAL_MASK
+    if control:
+        attributes |= CONTROL_MASK
+    batch_length = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(body)
+    out = bytearray(RECORD_BATCH_OVERHEAD)
+    HEADER_STRUCT.pack_into(
+        out, 0, base_offset, batch_length, epoch, 2, 0, attributes, len(records) - 1,
+        ts, ts, producer_id, producer_epoch, base_sequence, len(records),
+    )  # fmt: skip
+    out += body
+    struct.pack_into(">I", out, CRC_OFFSET, compute_crc(out))
+    return bytes(out)

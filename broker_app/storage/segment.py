@@ -1,0 +1,298 @@
+"""LogSegment: one `<20-digit base offset>.log` file of verbatim v2 batches plus its `.index`.
+
+Contract:
+- `append(records, last_offset)` writes one or more already-stamped batches at the end; an
+  index entry (batch last offset, batch position) is added whenever more than
+  `index_interval_bytes` were written since the previous entry (Kafka's rule).
+- `translate_offset(o)` finds the first batch whose last offset >= o (index floor + scan).
+- `read(start_offset, max_bytes, max_offset, min_one_batch)` returns whole batches only.
+- `truncate_to(o)` removes the batch containing o and everything after it.
+- `recover()` re-validates every batch (framing, magic, CRC32C, increasing offsets), cuts the
+  file at the first bad or torn batch, rebuilds the index and returns the bytes cut.
+- Plain synchronous I/O via pread/pwrite on one fd; `flush()` fsyncs. Not thread-safe.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import CorruptRecordError, KafkaStorageError
+from .index import IndexCorruptError, OffsetIndex
+from .records import (
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    BatchHeader,
+    iter_batches,
+    parse_header,
+    validate_batch,
+)
+
+_PREFIX = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+_LAST_DELTA_AT = 23
+_SCAN_CHUNK = 1 << 16
+
+
+def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPosition:
+    """Where a batch starts in a segment and its offset range."""
+
+    base_offset: int
+    last_offset: int
+    position: int
+    size: int
+
+
+class LogSegment:
+    def __init__(self, dir: Path, base_offset: int, index_interval_bytes: int = 4096) -> None:
+        self.dir = Path(dir)
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.log_path = self.dir / segment_file_name(base_offset, ".log")
+        self.index_path = self.dir / segment_file_name(base_offset, ".index")
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.index = OffsetIndex(self.index_path, base_offset)
+        self._bytes_since_last_index_entry = 0
+        self.next_offset = base_offset  # exact after load()/recover()/append
+        self.max_timestamp = -1
+
+    # --- opening ---------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, dir: Path, base_offset: int, index_interval_bytes: int = 4096) -> LogSegment:
+        """Open an existing (or new, empty) segment trusting its contents (clean part of a log).
+
+        The index is sanity-checked and rebuilt if it does not fit the log file.
+        """
+        seg = cls(dir, base_offset, index_interval_bytes)
+        try:
+            seg.index.load(seg.size)
+            seg.next_offset = seg._read_next_offset()
+        except (IndexCorruptError, CorruptRecordError):
+            seg.recover()
+        return seg
+
+    def _read_next_offset(self) -> int:
+        """Scan from the last index entry to the end: the offset after the last batch.
+
+        Raises if the walk does not end exactly at the end of the file (torn tail or an
+        index entry pointing into the middle of a batch), so the caller recovers instead.
+        """
+        _, pos = self.index.last_entry
+        next_offset = self.base_offset
+        end = pos
+        for bp in self._scan_positions(pos):
+            next_offset = bp.last_offset + 1
+            end = bp.position + bp.size
+        if end != self.size:
+            raise CorruptRecordError(
+                f"{self.log_path}: batches end at position {end} but the file has {self.size} bytes"
+            )
+        return next_offset
+
+    # --- scanning --------------------------------------------------------------------
+
+    def _scan_positions(self, start: int, end: int | None = None) -> Iterator[BatchPosition]:
+        """Walk batch prefixes from `start` without reading bodies. Stops at a torn tail."""
+        end = self.size if end is None else end
+        pos = start
+        while pos + RECORD_BATCH_OVERHEAD <= end:
+            head = os.pread(self._fd, 27, pos)
+            base, length = _PREFIX.unpack_from(head, 0)
+            size = LOG_OVERHEAD + length
+            if length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
+                raise CorruptRecordError(
+                    f"{self.log_path}: batchLength {length} out of range at position {pos}"
+                )
+            if pos + size > end:
+                return
+            (delta,) = _LAST_DELTA.unpack_from(head, _LAST_DELTA_AT)
+            yield BatchPosition(base, base + delta, pos, size)
+            pos += size
+
+    def batches(self, start_position: int = 0) -> Iterator[tuple[BatchHeader, memoryview, int]]:
+        """Yield (header, batch view, position) for whole batches from `start_position`.
+
+        Reads in chunks; stops silently at a torn tail (use recover() to validate).
+        """
+        pos = start_position
+        while pos + LOG_OVERHEAD <= self.size:
+            _, length = _PREFIX.unpack_from(os.pread(self._fd, LOG_OVERHEAD, pos), 0)
+            want = min(max(_SCAN_CHUNK, LOG_OVERHEAD + length), self.size - pos)
+            chunk = os.pread(self._fd, want, pos)
+            consumed = 0
+            for h, view in iter_batches(chunk, allow_partial_tail=True):
+                yield h, view, pos + consumed
+                consumed += h.size
+            if consumed == 0:
+                return
+            pos += consumed
+
+    # --- append ----------------------------------------------------------------------
+
+    def append(self, records: bytes, last_offset: int) -> None:
+        """Append stamped batches whose final offset is `last_offset`."""
+        if self._fd < 0:
+            raise KafkaStorageError(f"{self.log_path}: segment is closed")
+        position = self.size
+        pos = 0
+        view = memoryview(records)
+        while pos < len(view):
+            base, length = _PREFIX.unpack_from(view, pos)
+            (delta,) = _LAST_DELTA.unpack_from(view, pos + _LAST_DELTA_AT)
+            size = LOG_OVERHEAD + length
+            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+                self.index.append(base + delta, position + pos)
+                self._bytes_since_last_index_entry = 0
+            self._bytes_since_last_index_entry += size
+            (max_ts,) = struct.unpack_from(">q", view, pos + 35)
+            self.max_timestamp = max(self.max_timestamp, max_ts)
+            pos += size
+        written = os.pwrite(self._fd, records, position)
+        if written != len(records):
+            raise KafkaStorageError(f"{self.log_path}: short write {written}/{len(records)}")
+        self.size += len(records)
+        self.next_offset = last_offset + 1
+
+    # --- read ------------------------------------------------------------------------
+
+    def translate_offset(self, offset: int, starting_position: int = 0) -> BatchPosition | None:
+        """First batch with last_offset >= `offset`, at or after `starting_position`."""
+        _, pos = self.index.lookup(offset)
+        for bp in self._scan_positions(max(pos, starting_position)):
+            if bp.last_offset >= offset:
+                return bp
+        return None
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+        max_position: int | None = None,
+    ) -> bytes:
+        """Whole batches from the one containing `start_offset`.
+
+        At most `max_bytes` (but the first batch whole if `min_one_batch`); no batch whose
+        last offset is >= `max_offset`; nothing at or beyond `max_position`.
+        """
+        first = self.translate_offset(start_offset)
+        if first is None:
+            return b""
+        limit = self.size if max_position is None else min(max_position, self.size)
+        budget = max(max_bytes, first.size) if min_one_batch else max_bytes
+        out_end = first.position
+        for bp in self._scan_positions(first.position, limit):
+            if max_offset is not None and bp.last_offset >= max_offset:
+                break
+            if bp.position + bp.size - first.position > budget:
+                break
+            out_end = bp.position + bp.size
+        if out_end == first.position:
+            return b""
+        return os.pread(self._fd, out_end - first.position, first.position)
+
+    def read_all(self) -> bytes:
+        return os.pread(self._fd, self.size, 0)
+
+    # --- truncation / recovery -------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> int:
+        """Drop the batch containing `offset` and all after it; returns bytes removed."""
+        bp = self.translate_offset(offset)
+        if bp is None:
+            return 0
+        removed = self.size - bp.position
+        self._truncate_at(bp.position)
+        self.index.truncate_to(offset)
+        self.next_offset = self._read_next_offset()
+        return removed
+
+    def _truncate_at(self, position: int) -> None:
+        os.ftruncate(self._fd, position)
+        self.size = position
+        # Conservative: the next append gets an index entry soon after truncation.
+        self._bytes_since_last_index_entry = 0
+
+    def recover(self, max_batch_bytes: int | None = None) -> int:
+        """Validate every batch, cut at the first bad/torn one, rebuild the index.
+
+        Returns the number of bytes truncated.
+        """
+        self.index.reset()
+        self._bytes_since_last_index_entry = 0
+        self.max_timestamp = -1
+        valid_end = 0
+        next_offset = self.base_offset
+        try:
+            for h, view, pos in self._validated_batches():
+                if h.base_offset < next_offset or h.last_offset < h.base_offset:
+                    break  # offsets must increase within a segment; treat as corrupt
+                if max_batch_bytes is not None and h.size > max_batch_bytes:
+                    break
+                validate_batch(view, h)
+                if self._bytes_since_last_index_entry > self.index_interval_bytes:
+                    self.index.append(h.last_offset, pos)
+                    self._bytes_since_last_index_entry = 0
+                self._bytes_since_last_index_entry += h.size
+                self.max_timestamp = max(self.max_timestamp, h.max_timestamp)
+                next_offset = h.last_offset + 1
+                valid_end = pos + h.size
+        except CorruptRecordError:
+            pass
+        truncated = self.size - valid_end
+        if truncated:
+            self._truncate_at(valid_end)
+            self._bytes_since_last_index_entry = 0
+        self.next_offset = next_offset
+        return truncated
+
+    def _validated_batches(self) -> Iterator[tuple[BatchHeader, memoryview, int]]:
+        """Like batches() but raises on a corrupt length instead of stopping silently."""
+        pos = 0
+        while pos + LOG_OVERHEAD <= self.size:
+            head = os.pread(self._fd, RECORD_BATCH_OVERHEAD, pos)
+            if len(head) < RECORD_BATCH_OVERHEAD:
+                return
+            _, length = _PREFIX.unpack_from(head, 0)
+            size = LOG_OVERHEAD + length
+            if length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD or pos + size > self.size:
+                return
+            data = os.pread(self._fd, size, pos)
+            h = parse_header(data)
+            yield h, memoryview(data), pos
+            pos += size
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    @property
+    def is_empty(self) -> bool:
+        return self.size == 0
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+        self.index.flush()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        self.index.close()
+
+    def delete(self) -> None:
+        self.close()
+        for p in (self.log_path, self.index_path):
+            p.unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path.name}, size={self.size}, next_offset={self.next_offset})"
