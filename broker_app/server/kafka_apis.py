@@ -351,6 +351,7 @@ class KafkaApis:
                         "base_offset": -1,
                         "log_append_time": -1,
                         "log_start_offset": -1,
+                        "record_errors": [],
                         "error_message": "transactions are not supported by this broker",
                     }
                 else:

@@ -21,7 +21,7 @@ from broker_app.protocol.codec import decode_request, encode_response
 from broker_app.protocol.errors import ProtocolError
 from broker_app.protocol.framing import FrameDecoder
 
-from .kafka_apis import NO_RESPONSE, CloseConnection, DelayedFetch, KafkaApis
+from .kafka_apis import NO_RESPONSE, CloseConnection, DelayedFetch
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +52,15 @@ class FetchWaiters:
 
 
 class SocketServer:
-    def __init__(self, apis: KafkaApis, host: str, port: int, max_frame_bytes: int) -> None:
+    def __init__(self, apis: Any, host: str, port: int, max_frame_bytes: int) -> None:
         self.apis = apis
         self.host = host
         self.port = port
         self.max_frame_bytes = max_frame_bytes
         self.fetch_waiters = FetchWaiters()
-        apis.replica_manager.on_append(self.fetch_waiters.notify)
+        replica_manager = getattr(apis, "replica_manager", None)  # the null broker has none
+        if replica_manager is not None:
+            replica_manager.on_append(self.fetch_waiters.notify)
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 

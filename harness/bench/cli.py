@@ -6,7 +6,10 @@ import argparse
 import importlib
 
 # target -> (module path, help)
-TARGETS: dict[str, tuple[str, str]] = {}
+TARGETS: dict[str, tuple[str, str]] = {
+    "broker": ("harness.bench.broker", "producer throughput/latency: real broker vs null broker"),
+    "checker": ("harness.bench.checker", "checker throughput and memory on synthetic histories"),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -268,3 +268,29 @@ def test_create_topics_validation(apis) -> None:
     ok = create(num_partitions=-1, replication_factor=-1)
     assert ok.error_code.value == 0 and ok.num_partitions == 1
     assert create().error_code.value == Errors.TOPIC_ALREADY_EXISTS
+
+
+def test_transactional_produce_refused_per_partition(apis) -> None:
+    apis._create_topic("t", 1, 1, {})
+    body = build(request_class(ApiKey.PRODUCE, 9), request_data(ApiKey.PRODUCE, b"") | {
+        "transactional_id": "tx",
+        "topic_data": [{"name": "t", "partition_data": [
+            {"index": 0, "records": build_batch([(None, b"a")])}]}],
+    })  # fmt: skip
+    part = roundtrip(apis, body).responses[0].partition_responses[0]
+    assert part.error_code.value == Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert apis.replica_manager.get_partition("t", 0).log.log_end_offset == 0
+
+
+def test_null_broker_counts_offsets_and_stores_nothing() -> None:
+    from broker_app.server.null_broker import NullKafkaApis
+
+    null = NullKafkaApis(1, "127.0.0.1", 9)
+    batch = build_batch([(None, b"a"), (None, b"b")]) + build_batch([(None, b"c")])
+    for version in (3, 9):
+        body = build(request_class(ApiKey.PRODUCE, version), request_data(ApiKey.PRODUCE, batch))
+        request = decode_request(encode_request("t", 1, body)[4:])
+        resp = null.handle(request)
+        encode_response(1, ApiKey.PRODUCE, resp)
+    assert resp.responses[0].partition_responses[0].base_offset == 3
+    assert null.next_offset[("t", 0)] == 6
