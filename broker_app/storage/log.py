@@ -448,7 +448,9 @@ class Log:
         self.recovery_point = min(self.recovery_point, leo)
 
     def _rebuild_producer_state(self) -> None:
-        self.producer_state.rebuild(h for h, _ in self.batches() if h.producer_id >= 0)
+        self.producer_state.rebuild(
+            h for seg in self._segments for h in seg.headers(with_producer_id=True)
+        )
 
     # --- durability / lifecycle ------------------------------------------------------
 

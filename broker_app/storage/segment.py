@@ -35,6 +35,8 @@ _PREFIX = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 _LAST_DELTA_AT = 23
 _SCAN_CHUNK = 1 << 16
+_HEADER_CHUNK = 1 << 20
+_PRODUCER_ID = struct.Struct(">q")
 
 
 def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
@@ -136,6 +138,28 @@ class LogSegment:
             if consumed == 0:
                 return
             pos += consumed
+
+    def headers(self, *, with_producer_id: bool = False) -> Iterator[BatchHeader]:
+        """Headers of whole batches, reading 1 MiB chunks and skipping bodies.
+
+        With `with_producer_id` only batches with producerId >= 0 are parsed (producer-state
+        rebuild). Stops silently at a torn tail.
+        """
+        pos = 0
+        while pos + RECORD_BATCH_OVERHEAD <= self.size:
+            chunk = os.pread(self._fd, min(_HEADER_CHUNK, self.size - pos), pos)
+            cpos = 0
+            while cpos + RECORD_BATCH_OVERHEAD <= len(chunk):
+                _, length = _PREFIX.unpack_from(chunk, cpos)
+                size = LOG_OVERHEAD + length
+                if length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD or pos + cpos + size > self.size:
+                    return
+                if not with_producer_id or _PRODUCER_ID.unpack_from(chunk, cpos + 43)[0] >= 0:
+                    yield parse_header(chunk, cpos)
+                cpos += size
+            if cpos == 0:
+                return
+            pos += cpos
 
     # --- append ----------------------------------------------------------------------
 

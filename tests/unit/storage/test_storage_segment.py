@@ -87,3 +87,22 @@ def test_open_rebuilds_an_inconsistent_index(tmp_path, mkbatch):
     again = LogSegment.open(tmp_path, 0, index_interval_bytes=100)
     assert again.index.entries == entries and again.next_offset == 20
     again.close()
+
+
+def test_headers_scan_matches_full_scan(tmp_path, mkbatch):
+    seg = LogSegment(tmp_path, 0, index_interval_bytes=100)
+    off = 0
+    for i in range(20):
+        pid = 5 if i % 3 == 0 else -1
+        b = mkbatch(2, producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
+                    base_sequence=i if pid >= 0 else -1)  # fmt: skip
+        seg.append(stamp_batch(b, off, 0), off + 1)
+        off += 2
+    full = [h for h, _, _ in seg.batches()]
+    assert list(seg.headers()) == full
+    assert list(seg.headers(with_producer_id=True)) == [h for h in full if h.producer_id == 5]
+    with open(seg.log_path, "ab") as f:
+        f.write(stamp_batch(mkbatch(1), off, 0)[:-1])
+    seg.size += 60  # as if a torn write were visible: the scan stops before it
+    assert list(seg.headers()) == full
+    seg.close()
