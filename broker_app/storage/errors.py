@@ -84,6 +84,12 @@ class UnexpectedAppendOffsetError(StorageError):
     kafka_error_code = -1
 
 
+class InvalidTopicError(StorageError):
+    """INVALID_TOPIC_EXCEPTION: a topic name Kafka would not accept (legal: [a-zA-Z0-9._-])."""
+
+    kafka_error_code = 17
+
+
 class KafkaStorageError(StorageError):
     """KAFKA_STORAGE_ERROR: the log directory is unusable (I/O error, closed log)."""
 

@@ -19,11 +19,12 @@ Contract:
 from __future__ import annotations
 
 import bisect
+import functools
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from .checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile, fsync_dir
 from .epoch_cache import LeaderEpochCache
@@ -46,6 +47,23 @@ __all__ = ["Log", "LogAppendInfo", "LogConfig", "TimestampAndOffset", "TopicPart
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _io_guard(fn: _F) -> _F:
+    """Turn OSError into KafkaStorageError and take the log offline (Kafka's behaviour)."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Log, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except OSError as exc:
+            self.offline_reason = f"{fn.__name__}: {exc}"
+            raise KafkaStorageError(f"I/O error in {fn.__name__} on {self.dir}: {exc}") from exc
+
+    return wrapper  # type: ignore[return-value]
 
 
 @dataclass
@@ -97,6 +115,9 @@ class Log:
         self.recovery_point = min(recovery_point, self.log_end_offset)
         self.high_watermark = self.log_start_offset
         self._closed = False
+        # Set on the first I/O error: like Kafka taking the log dir offline, the log refuses
+        # further work until the broker restarts and recovers it.
+        self.offline_reason: str | None = None
 
     # --- opening ---------------------------------------------------------------------
 
@@ -205,6 +226,9 @@ class Log:
     def _check_open(self) -> None:
         if self._closed:
             raise KafkaStorageError(f"log {self.dir} is closed")
+        if self.offline_reason is not None:
+            raise KafkaStorageError(f"log {self.dir} is offline after an I/O error: "
+                                    f"{self.offline_reason}")  # fmt: skip
 
     # --- append ----------------------------------------------------------------------
 
@@ -239,6 +263,7 @@ class Log:
                 raise InvalidRecordError(f"transactional batch without a producer id {where}")
         return batches
 
+    @_io_guard
     def append_as_leader(self, records: bytes | memoryview, leader_epoch: int) -> LogAppendInfo:
         self._check_open()
         batches = self._analyze(records, leader=True)
@@ -270,6 +295,7 @@ class Log:
         staged.commit()
         return LogAppendInfo(first_offset, last_offset, num_records, max_ts)
 
+    @_io_guard
     def append_as_follower(self, records: bytes | memoryview) -> LogAppendInfo:
         """Append batches replicated from the leader verbatim.
 
@@ -332,6 +358,7 @@ class Log:
         self._bases.append(base_offset)
         return seg
 
+    @_io_guard
     def roll(self) -> LogSegment:
         """Start a new active segment at the LEO (no-op if the active one is empty)."""
         self._check_open()
@@ -346,6 +373,7 @@ class Log:
 
     # --- read ------------------------------------------------------------------------
 
+    @_io_guard
     def read(
         self,
         start_offset: int,
@@ -379,6 +407,7 @@ class Log:
                 if h.last_offset >= start_offset:
                     yield h, view
 
+    @_io_guard
     def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else first record >= ts."""
         self._check_open()
@@ -407,6 +436,7 @@ class Log:
 
     # --- truncation ------------------------------------------------------------------
 
+    @_io_guard
     def truncate_to(self, offset: int) -> bool:
         """Drop every offset >= `offset`. Returns False if there was nothing to drop.
 
@@ -428,6 +458,7 @@ class Log:
         self._after_truncation()
         return True
 
+    @_io_guard
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete everything; the log restarts empty at `offset` (follower far behind)."""
         self._check_open()
@@ -454,6 +485,7 @@ class Log:
 
     # --- durability / lifecycle ------------------------------------------------------
 
+    @_io_guard
     def flush(self, up_to: int | None = None) -> None:
         """fsync segments holding offsets in [recovery_point, up_to); advance the recovery point."""
         self._check_open()

@@ -15,6 +15,7 @@ Contract:
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -24,11 +25,12 @@ from .checkpoints import (
     OffsetCheckpointFile,
     fsync_dir,
 )
-from .errors import KafkaStorageError
+from .errors import InvalidTopicError, KafkaStorageError
 from .log import Log, LogConfig
 from .topic_partition import TopicPartition
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
 class LogManager:
@@ -84,8 +86,12 @@ class LogManager:
         if log is None:
             if self._closed:
                 raise KafkaStorageError(f"log manager for {self.log_dir} is shut down")
-            if not topic or "/" in topic or topic in (".", "..") or partition < 0:
-                raise ValueError(f"invalid topic-partition {topic!r}/{partition}")
+            if not _LEGAL_TOPIC.fullmatch(topic) or topic in (".", ".."):
+                raise InvalidTopicError(
+                    f"topic name {topic!r} is not 1-249 characters of [a-zA-Z0-9._-]"
+                )
+            if partition < 0:
+                raise InvalidTopicError(f"partition {partition} of topic {topic!r} is negative")
             log = Log.open(self.log_dir / tp.dir_name, self.config)
             fsync_dir(self.log_dir)
             self._logs[tp] = log

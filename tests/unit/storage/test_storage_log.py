@@ -170,3 +170,20 @@ def test_stored_batches_are_verbatim(log, mkbatch):
     log.append_as_leader(raw, 9)
     stored = log.read(0, 1 << 20)
     assert stored[17:] == raw[17:] and parse_header(stored).partition_leader_epoch == 9
+
+
+def test_io_error_takes_log_offline(log, mkbatch):
+    import os
+
+    from broker_app.storage import KafkaStorageError
+
+    fill(log, mkbatch, 1)
+    seg = log.active_segment
+    ro = os.open(seg.log_path, os.O_RDONLY)
+    os.dup2(ro, seg._fd)  # the segment's fd becomes read-only: the next write fails (EBADF)
+    os.close(ro)
+    with pytest.raises(KafkaStorageError, match="I/O error in append_as_leader") as exc:
+        log.append_as_leader(mkbatch(1), 0)
+    assert exc.value.kafka_error_code == 56
+    with pytest.raises(KafkaStorageError, match="offline"):
+        log.read(0, 100)

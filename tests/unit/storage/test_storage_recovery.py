@@ -129,3 +129,20 @@ def test_log_manager_clean_and_unclean_restart(tmp_path, mkbatch):
         assert set(mgr.all_logs()) == {("orders", 0)}
     finally:
         mgr.shutdown()
+
+
+def test_log_manager_rejects_bad_topic_names(tmp_path):
+    import pytest
+
+    from broker_app.storage import InvalidTopicError
+
+    mgr = LogManager(tmp_path, CFG)
+    try:
+        for bad in ("", "a b", "../x", "x" * 250, ".."):
+            with pytest.raises(InvalidTopicError):
+                mgr.get_or_create_log(bad, 0)
+        with pytest.raises(InvalidTopicError, match="negative"):
+            mgr.get_or_create_log("ok", -1)
+        assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
+    finally:
+        mgr.shutdown()
