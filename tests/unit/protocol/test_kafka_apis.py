@@ -294,3 +294,37 @@ def test_null_broker_counts_offsets_and_stores_nothing() -> None:
         encode_response(1, ApiKey.PRODUCE, resp)
     assert resp.responses[0].partition_responses[0].base_offset == 3
     assert null.next_offset[("t", 0)] == 6
+
+
+def _metadata(apis: KafkaApis, name: str, allow_auto: bool) -> Any:
+    data = request_data(ApiKey.METADATA, b"") | {
+        "topics": [{"name": name, "topic_id": uuid.UUID(int=0)}],
+        "allow_auto_topic_creation": allow_auto,
+    }
+    return roundtrip(apis, build(request_class(ApiKey.METADATA, 12), data)).topics[0]
+
+
+def test_metadata_auto_creates_only_when_client_and_broker_allow(tmp_path: Path) -> None:
+    from broker_app.server.topic_store import TopicStore
+
+    for broker_allows in (True, False):
+        config = BrokerConfig(
+            node_id=1,
+            data_dir=tmp_path / f"d-{broker_allows}",
+            port=9092,
+            auto_create_topics=broker_allows,
+            num_partitions=3,
+        )
+        apis, log_manager = build_broker(config)
+        try:
+            refused = _metadata(apis, "auto", allow_auto=False)
+            assert refused.error_code.value == Errors.UNKNOWN_TOPIC_OR_PARTITION
+            t = _metadata(apis, "auto", allow_auto=True)
+            if broker_allows:
+                assert t.error_code.value == 0 and len(t.partitions) == 3
+                assert TopicStore(config.data_dir).get("auto").num_partitions == 3
+            else:
+                assert t.error_code.value == Errors.UNKNOWN_TOPIC_OR_PARTITION
+                assert TopicStore(config.data_dir).get("auto") is None
+        finally:
+            log_manager.shutdown()
