@@ -9,8 +9,9 @@ Contract:
 - Each Log's high watermark is initialised from `replication-offset-checkpoint`.
 - `checkpoint_high_watermarks()` / `checkpoint_recovery_points()` rewrite those files
   atomically; `shutdown()` flushes every log, writes both, then writes the marker.
-- Directories marked for deletion (`*-delete`) or with a name that is not a topic-partition
-  are skipped (the former are removed).
+- Directories marked for deletion by Kafka (`<topic>-<partition>.<uuid>-delete`) are
+  removed; other directories whose name is not `<topic>-<partition>` are left alone, so the
+  log dir can share a data dir with other broker state.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from .log import Log, LogConfig
 from .topic_partition import TopicPartition
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+# Kafka renames a log to "<topic>-<partition>.<uuid>-delete" before removing it.
+_DELETE_DIR = re.compile(r".+-\d+\.[0-9a-f]{32}-delete")
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
@@ -59,7 +62,7 @@ class LogManager:
         for d in sorted(self.log_dir.iterdir()):
             if not d.is_dir():
                 continue
-            if d.name.endswith("-delete"):
+            if _DELETE_DIR.fullmatch(d.name):
                 shutil.rmtree(d, ignore_errors=True)  # a deletion interrupted by a crash
                 continue
             try:

@@ -146,3 +146,16 @@ def test_log_manager_rejects_bad_topic_names(tmp_path):
         assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
     finally:
         mgr.shutdown()
+
+
+def test_log_manager_leaves_other_dirs_alone(tmp_path):
+    (tmp_path / "groups").mkdir()
+    (tmp_path / "groups" / "state.json").write_text("{}")
+    (tmp_path / "orders-0.0123456789abcdef0123456789abcdef-delete").mkdir()
+    mgr = LogManager(tmp_path, CFG)
+    try:
+        assert mgr.all_logs() == {}
+        assert (tmp_path / "groups" / "state.json").exists()
+        assert not (tmp_path / "orders-0.0123456789abcdef0123456789abcdef-delete").exists()
+    finally:
+        mgr.shutdown()
