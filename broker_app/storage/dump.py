@@ -10,6 +10,7 @@ file, one "offset: O position: P" line per entry. Exit 0, or 2 if a file cannot 
 from __future__ import annotations
 
 import argparse
+import os
 import struct
 import sys
 from pathlib import Path
@@ -117,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
             else:
                 print(f"dump-log: {path}: not a .log or .index file", file=sys.stderr)
                 status = 2
+        except BrokenPipeError:
+            # `highwater dump-log ... | head`: the reader left; stop quietly like cat does.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
         except OSError as exc:
             print(f"dump-log: {path}: {exc.strerror or exc}", file=sys.stderr)
             status = 2

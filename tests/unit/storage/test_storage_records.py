@@ -130,3 +130,19 @@ def test_sequence_wraps_at_int32_max():
     h = parse_header(build_batch([(None, b"a")] * 3, producer_id=1, producer_epoch=0,
                                  base_sequence=INT32_MAX - 1))  # fmt: skip
     assert h.last_sequence == 0  # MAX-1, MAX, 0
+
+
+def test_raw_snappy_without_xerial_framing_decodes():
+    # librdkafka writes plain snappy blocks; Java's xerial stream reads both forms.
+    import cramjam
+
+    plain = build_batch([(None, b"abc" * 50)] * 4)
+    h = parse_header(plain)
+    raw_body = bytes(cramjam.snappy.compress_raw(plain[61:]))
+    b = bytearray(plain[:61] + raw_body)
+    struct.pack_into(">i", b, 8, len(b) - 12)
+    struct.pack_into(">h", b, 21, h.attributes | 2)
+    struct.pack_into(">I", b, 17, compute_crc(b))
+    assert [r.value for r in decode_records(validate_batch(bytes(b)) and bytes(b))] == [
+        b"abc" * 50
+    ] * 4
