@@ -151,11 +151,12 @@ class Log:
             next_base = bases[i + 1] if i + 1 < len(bases) else None
             may_hold_unflushed = next_base is None or next_base > recovery_point
             if had_clean_shutdown or not may_hold_unflushed:
+                # Trusted, but a file that does not frame cleanly is recovered anyway.
                 seg = LogSegment.open(dir, base, config.index_interval_bytes)
-                segments.append(seg)
-                continue
-            seg = LogSegment(dir, base, config.index_interval_bytes)
-            truncated = seg.recover()
+                truncated = seg.truncated_on_open
+            else:
+                seg = LogSegment(dir, base, config.index_interval_bytes)
+                truncated = seg.recover()
             segments.append(seg)
             if truncated and next_base is not None:
                 # Everything after a corrupt batch is unreachable: delete later segments.

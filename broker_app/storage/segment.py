@@ -66,6 +66,7 @@ class LogSegment:
         self._bytes_since_last_index_entry = 0
         self.next_offset = base_offset  # exact after load()/recover()/append
         self.max_timestamp = -1
+        self.truncated_on_open = 0  # bytes cut by open() when the file did not frame cleanly
 
     # --- opening ---------------------------------------------------------------------
 
@@ -80,7 +81,7 @@ class LogSegment:
             seg.index.load(seg.size)
             seg.next_offset = seg._read_next_offset()
         except (IndexCorruptError, CorruptRecordError):
-            seg.recover()
+            seg.truncated_on_open = seg.recover()
         return seg
 
     def _read_next_offset(self) -> int:

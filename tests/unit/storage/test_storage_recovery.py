@@ -159,3 +159,22 @@ def test_log_manager_leaves_other_dirs_alone(tmp_path):
         assert not (tmp_path / "orders-0.0123456789abcdef0123456789abcdef-delete").exists()
     finally:
         mgr.shutdown()
+
+
+def test_clean_shutdown_still_recovers_a_torn_segment(tmp_path, mkbatch):
+    mgr = LogManager(tmp_path, CFG)
+    log = mgr.get_or_create_log("t", 0)
+    for _ in range(20):
+        log.append_as_leader(mkbatch(2, value=b"q" * 30), 1)
+    mgr.shutdown()
+    first = sorted((tmp_path / "t-0").glob("*.log"))[0]
+    os.truncate(first, first.stat().st_size - 3)  # damage below the recovery point
+    mgr = LogManager(tmp_path, CFG)
+    try:
+        log = mgr.get_log(("t", 0))
+        assert len(log.segments) == 1  # later segments would follow a hole: deleted
+        assert log.log_end_offset == log.segments[0].next_offset < 40
+        offs = all_offsets(log)
+        assert offs == list(range(0, log.log_end_offset, 2))
+    finally:
+        mgr.shutdown()
