@@ -116,13 +116,22 @@ class SocketServer:
             except ProtocolError as e:
                 log.warning("connection %s: %s; closing", peer, e)
                 return
-            for frame in frames:
-                if not await self._process(frame, writer, peer):
-                    return
+            # Responses to the frames of one read are written with one send (pipelining
+            # clients such as librdkafka have up to 5 requests in flight per connection).
+            out: list[bytes] = []
+            try:
+                for frame in frames:
+                    if not await self._process(frame, out, writer, peer):
+                        return
+            finally:
+                if out:
+                    writer.write(b"".join(out))
             await writer.drain()
 
-    async def _process(self, frame: bytes, writer: asyncio.StreamWriter, peer: Any) -> bool:
-        """Handle one request; False means close the connection."""
+    async def _process(
+        self, frame: bytes, out: list[bytes], writer: asyncio.StreamWriter, peer: Any
+    ) -> bool:
+        """Handle one request, appending its response to `out`; False = close the connection."""
         try:
             request = decode_request(frame)
         except ProtocolError as e:
@@ -131,6 +140,9 @@ class SocketServer:
         try:
             result = self.apis.handle(request)
             if isinstance(result, DelayedFetch):
+                if out:  # earlier responses must not wait for this fetch
+                    writer.write(b"".join(out))
+                    out.clear()
                 result = await self._await_fetch(result)
         except Exception:
             log.exception(
@@ -145,7 +157,7 @@ class SocketServer:
         if isinstance(result, CloseConnection):
             log.warning("connection %s: %s; closing", peer, result.reason)
             return False
-        writer.write(encode_response(request.correlation_id, request.api_key, result))
+        out.append(encode_response(request.correlation_id, request.api_key, result))
         return True
 
     async def _await_fetch(self, delayed: DelayedFetch) -> Any:

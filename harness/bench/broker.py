@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--acks", default="1")
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--compression", default="none")
+    parser.add_argument(
+        "--batch-bytes", type=int, default=1_000_000, help="librdkafka batch.size (Java: 16384)"
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile the real broker")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
 
@@ -103,6 +106,7 @@ def drive(bootstrap: str, target: str, args: argparse.Namespace) -> Result:
             "acks": args.acks,
             "linger.ms": args.linger_ms,
             "compression.type": args.compression,
+            "batch.size": args.batch_bytes,
             "enable.idempotence": False,
         }
     )
