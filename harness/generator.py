@@ -1,0 +1,273 @@
+"""Which op runs when: producers at a rate over the plan's partitions, consumers polling.
+
+Contract:
+- Pure scheduling (no threads, no clients; unit-testable with a fake clock): `Values` hands out
+  integers unique across the run; `Pacer` says how long to wait for the next op at a rate,
+  never bursting to catch up after a slow op; `PartitionCycle` picks partitions round robin;
+  `ProducerJob.finished` says when a producer is done (value count or duration).
+- `Workload` runs one thread per client process slot: each producer slot sends with its own
+  client and acks; each consumer slot polls every `poll_interval_ms`. A client whose op ended
+  `info` (or that raised) is closed and replaced by a new process number. Threads stop on
+  their own when their job is finished (producers) or when `stop()` is called; every wait is
+  bounded (the stop event's wait, join with timeout). `stats` counts completions for a live
+  progress display; `errors` lists slots that could not run at all (e.g. a bad client config).
+- `workload_from_plan(plan, ...)` builds a Workload from a plan's WorkloadSpec/ClusterSpec.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from harness.checker.history import HistoryWriter
+from harness.client import ConsumerClient, ProcessIds, ProducerClient
+from harness.plan.model import ClusterSpec, ConsumerSpec, Plan, ProducerSpec
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+# ------------------------------------------------------------------ pure scheduling
+
+
+class Values:
+    """Integers unique across the run (thread-safe), handed out in increasing order."""
+
+    def __init__(self, start: int = 0) -> None:
+        self._next = itertools.count(start)
+        self._lock = threading.Lock()
+
+    def __call__(self) -> int:
+        with self._lock:
+            return next(self._next)
+
+
+class Pacer:
+    """Ops at `rate` per second: op k is due at start + k/rate, unless we fell behind.
+
+    When an op starts late (a send waited for a timeout), the next one is due one interval
+    after the late start, not at once: a slow op must not be followed by a burst.
+    """
+
+    def __init__(self, rate: float, start: float) -> None:
+        if rate <= 0:
+            raise ValueError(f"rate must be > 0 ops/s, got {rate}")
+        self.interval = 1.0 / rate
+        self.due = start
+
+    def delay(self, now: float) -> float:
+        """Seconds to wait before the next op may start (0 when it is due)."""
+        return max(0.0, self.due - now)
+
+    def started(self, now: float) -> None:
+        """Record that the due op started at `now` (>= due)."""
+        behind = now - self.due > self.interval
+        self.due = (now if behind else self.due) + self.interval
+
+
+class PartitionCycle:
+    """Round robin over partitions, starting at `offset` so producers spread their load."""
+
+    def __init__(self, partitions: Sequence[TopicPartition], offset: int = 0) -> None:
+        if not partitions:
+            raise ValueError("a producer needs at least one partition")
+        self.partitions = list(partitions)
+        self._i = offset % len(self.partitions)
+
+    def __call__(self) -> TopicPartition:
+        tp = self.partitions[self._i]
+        self._i = (self._i + 1) % len(self.partitions)
+        return tp
+
+
+@dataclass(frozen=True)
+class ProducerJob:
+    """One producer slot: its acks, rate, partitions and when it is finished."""
+
+    slot: int
+    acks: str
+    rate: float
+    partitions: tuple[TopicPartition, ...]
+    values: int | None = None  # send this many values ...
+    duration_s: float | None = None  # ... or for this long
+    idempotence: bool = False
+    timeout_ms: int = 10_000
+
+    def finished(self, sent: int, elapsed_s: float) -> bool:
+        if self.values is not None and sent >= self.values:
+            return True
+        return self.duration_s is not None and elapsed_s >= self.duration_s
+
+
+def parse_partition(name: str) -> TopicPartition:
+    """`t-0` -> ("t", 0); topic names may themselves contain `-`."""
+    topic, sep, num = name.rpartition("-")
+    if not sep or not topic or not num.isdigit():
+        raise ValueError(f"partition names are '<topic>-<n>', got {name!r}")
+    return topic, int(num)
+
+
+def all_partitions(cluster: ClusterSpec) -> list[TopicPartition]:
+    return [(t.name, i) for t in cluster.topics for i in range(t.partitions)]
+
+
+def producer_jobs(specs: Iterable[ProducerSpec], cluster: ClusterSpec) -> list[ProducerJob]:
+    """Expand each ProducerSpec's `count` into slots; slot numbers are global."""
+    jobs: list[ProducerJob] = []
+    everything = all_partitions(cluster)
+    for spec in specs:
+        parts = [parse_partition(p) for p in spec.partitions] or everything
+        for _ in range(spec.count):
+            jobs.append(ProducerJob(
+                slot=len(jobs), acks=spec.acks, rate=spec.rate, partitions=tuple(parts),
+                values=spec.values, duration_s=spec.duration_s,
+                idempotence=spec.idempotence, timeout_ms=spec.timeout_ms,
+            ))
+    return jobs
+
+
+# ------------------------------------------------------------------ threads
+
+
+class Workload:
+    """Producer and consumer threads around real clients; see the module contract."""
+
+    JOIN_TIMEOUT_S = 30.0
+
+    def __init__(
+        self, bootstrap: str | Callable[[], str], history: HistoryWriter,
+        producers: Sequence[ProducerJob], consumers: ConsumerSpec | None = None,
+        consumer_partitions: Sequence[TopicPartition] = (),
+        new_process: Callable[[], int] | None = None, values: Values | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        # A callable bootstrap lets a replaced client pick up a changed address list.
+        self._bootstrap = bootstrap if callable(bootstrap) else (lambda: bootstrap)
+        self.history = history
+        self.producer_jobs = list(producers)
+        self.consumer_spec = consumers
+        self.consumer_partitions = list(consumer_partitions)
+        self.new_process = new_process or ProcessIds()
+        self.values = values or Values()
+        self.clock = clock
+        self.stop_event = threading.Event()
+        self.stats: Counter[str] = Counter()  # "send:ok", "poll:info", ...
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._producers: list[threading.Thread] = []
+        self._consumers: list[threading.Thread] = []
+
+    # -------------------------------------------------------------- control
+
+    def start(self) -> None:
+        for job in self.producer_jobs:
+            self._producers.append(self._thread(f"producer-{job.slot}", self._produce, job))
+        spec = self.consumer_spec
+        if spec is not None and self.consumer_partitions:
+            for slot in range(spec.count):
+                self._consumers.append(self._thread(f"consumer-{slot}", self._consume, spec))
+
+    def _thread(self, name: str, target: Callable, arg: object) -> threading.Thread:
+        t = threading.Thread(target=self._guard, args=(name, target, arg), name=name, daemon=True)
+        t.start()
+        return t
+
+    def _guard(self, name: str, target: Callable, arg: object) -> None:
+        try:
+            target(arg)
+        except Exception as e:  # a slot that cannot run is reported, not silently lost
+            log.exception("%s stopped", name)
+            with self._lock:
+                self.errors.append(f"{name}: {type(e).__name__}: {e}")
+
+    def wait_producers(self, timeout_s: float) -> bool:
+        """Wait (bounded) for every producer to finish its job; True when they all did."""
+        deadline = self.clock() + timeout_s
+        for t in self._producers:
+            t.join(max(0.0, deadline - self.clock()))
+        return not any(t.is_alive() for t in self._producers)
+
+    def stop(self, timeout_s: float | None = None) -> bool:
+        """Stop every thread and wait (bounded); True when all of them ended."""
+        self.stop_event.set()
+        deadline = self.clock() + (self.JOIN_TIMEOUT_S if timeout_s is None else timeout_s)
+        for t in self._producers + self._consumers:
+            t.join(max(0.0, deadline - self.clock()))
+        return not any(t.is_alive() for t in self._producers + self._consumers)
+
+    def _count(self, op: dict) -> None:
+        with self._lock:
+            self.stats[f"{op['f']}:{op['type']}"] += 1
+
+    # -------------------------------------------------------------- loops
+
+    def _produce(self, job: ProducerJob) -> None:
+        start = self.clock()
+        pacer = Pacer(job.rate, start)
+        choose = PartitionCycle(job.partitions, offset=job.slot)
+        client: ProducerClient | None = None
+        sent = 0
+        try:
+            while not self.stop_event.is_set() and not job.finished(sent, self.clock() - start):
+                if self.stop_event.wait(pacer.delay(self.clock())):
+                    break
+                if job.finished(sent, self.clock() - start):
+                    break
+                if client is None:
+                    client = ProducerClient(
+                        self.new_process(), self._bootstrap(), self.history, acks=job.acks,
+                        idempotence=job.idempotence, timeout_ms=job.timeout_ms,
+                    )
+                pacer.started(self.clock())
+                topic, partition = choose()
+                self._count(client.send(topic, partition, self.values()))
+                sent += 1
+                if client.crashed:
+                    client.close()
+                    client = None
+        finally:
+            if client is not None:
+                client.close()
+
+    def _consume(self, spec: ConsumerSpec) -> None:
+        interval = spec.poll_interval_ms / 1000
+        client: ConsumerClient | None = None
+        try:
+            while not self.stop_event.is_set():
+                if client is None:
+                    client = ConsumerClient(
+                        self.new_process(), self._bootstrap(), self.history,
+                        self.consumer_partitions,
+                    )
+                self._count(client.poll(timeout_s=max(0.05, interval)))
+                if client.crashed:
+                    client.close()
+                    client = None
+                    # A crashed consumer restarts from the beginning: not in a tight loop.
+                    self.stop_event.wait(interval)
+        finally:
+            if client is not None:
+                client.close()
+
+
+def workload_from_plan(
+    plan: Plan, bootstrap: str | Callable[[], str], history: HistoryWriter,
+    new_process: Callable[[], int] | None = None, duration_s: float | None = None,
+) -> Workload:
+    """The plan's producers and consumers; `duration_s` (from --duration) overrides durations."""
+    specs = plan.workload.producers
+    if duration_s is not None:
+        specs = tuple(
+            ProducerSpec(**{**s.__dict__, "duration_s": duration_s, "values": None})
+            for s in specs
+        )
+    consumers = plan.workload.consumers
+    parts = [parse_partition(p) for p in consumers.partitions] or all_partitions(plan.cluster)
+    return Workload(
+        bootstrap, history, producer_jobs(specs, plan.cluster), consumers, parts, new_process
+    )
