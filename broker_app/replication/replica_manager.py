@@ -162,6 +162,9 @@ class ReplicaManager:
             info = lg.append_as_leader(bytes(records), state.leader_epoch)
         except DuplicateSequenceError as e:
             # A retry of a batch already in the log: acknowledge it with its original offset.
+            log.info(
+                "duplicate batch for %s-%d acknowledged at offset %d", tp[0], tp[1], e.first_offset
+            )
             return PartitionAppendResult(
                 Errors.NONE, base_offset=e.first_offset, log_start_offset=lg.log_start_offset
             )
