@@ -328,3 +328,28 @@ def test_metadata_auto_creates_only_when_client_and_broker_allow(tmp_path: Path)
                 assert TopicStore(config.data_dir).get("auto") is None
         finally:
             log_manager.shutdown()
+
+
+def test_batch_over_message_max_bytes_is_message_too_large(apis) -> None:
+    apis._create_topic("t", 1, 1, {})
+    big = build_batch([(None, b"\x01" * (apis.config.max_message_bytes + 10))])
+    part = _produce(apis, big).responses[0].partition_responses[0]
+    assert part.error_code.value == Errors.MESSAGE_TOO_LARGE
+    assert apis.replica_manager.get_partition("t", 0).log.log_end_offset == 0
+
+
+def test_offset_commit_rules(apis) -> None:
+    apis._create_topic("t", 1, 1, {})
+
+    def commit(group: str, topic: str, metadata: str) -> int:
+        data = request_data(ApiKey.OFFSET_COMMIT, b"") | {"group_id": group}
+        data["topics"][0]["name"] = topic
+        data["topics"][0]["partitions"][0]["committed_metadata"] = metadata
+        body = build(request_class(ApiKey.OFFSET_COMMIT, 8), data)
+        return roundtrip(apis, body).topics[0].partitions[0].error_code.value
+
+    assert commit("g", "t", "ok") == Errors.NONE
+    assert commit("", "t", "ok") == Errors.INVALID_GROUP_ID
+    assert commit("g", "nope", "ok") == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert commit("g", "t", "m" * 5000) == Errors.OFFSET_METADATA_TOO_LARGE
+    assert apis.groups.fetch("g", ("t", 0)).metadata == "ok"
