@@ -1,0 +1,19 @@
+"""ControllerConfig: the settings of one controller process, with Kafka's names in comments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    node_id: int = 3000  # node.id (KRaft controllers conventionally use a separate id range)
+    cluster_id: str = "highwater-cluster"  # must match the brokers' BrokerConfig.cluster_id
+    session_timeout_ms: int = 9000  # broker.session.timeout.ms
+    # unclean.leader.election.enable (cluster default; a topic config overrides it)
+    unclean_leader_election: bool = False
+    auto_leader_rebalance: bool = False  # auto.leader.rebalance.enable (Kafka's default: true)
+    leader_imbalance_check_interval_ms: int = 300_000  # leader.imbalance.check.interval.seconds
+    leader_imbalance_per_broker_percentage: int = 10  # leader.imbalance.per.broker.percentage
+    num_partitions: int = 1  # num.partitions (CreateTopics with -1)
+    default_replication_factor: int = 1  # default.replication.factor (CreateTopics with -1)
