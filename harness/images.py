@@ -492,6 +492,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "delete $HIGHWATER_CACHE to re-download them)",
     )
     sub.add_parser("list", help="list the highwater images here, with sizes")
+    sub.add_parser(
+        "prune",
+        help="remove content-hash tags that :latest no longer points at (images that "
+        "containers still use are kept)",
+    )
 
 
 def _list() -> int:
@@ -506,10 +511,46 @@ def _list() -> int:
     return 0
 
 
+def prune(log: Log) -> list[str]:
+    """Untag every highwater image that no :latest tag points at; return the tags removed.
+
+    Each source change makes a new broker image, so old ones pile up. Opt-in, never automatic:
+    a concurrent test session may be about to start a container from a tag it just got.
+    """
+    check_docker()
+    with _build_lock(log):
+        proc = _run(
+            ["docker", "image", "ls", "--filter", "label=highwater.image",
+             "--format", "{{.Repository}}:{{.Tag}}\t{{.ID}}"],
+            what="docker image ls",
+            timeout=QUICK_TIMEOUT,
+        )
+        rows = [line.split("\t") for line in proc.stdout.splitlines() if "\t" in line]
+        keep = {ident for ref, ident in rows if ref.endswith(":latest")}
+        removed = []
+        for ref, ident in rows:
+            if ident in keep or ref.endswith(":<none>"):
+                continue
+            # No -f: docker refuses to remove an image a container uses, which is what we want.
+            rm = subprocess.run(["docker", "rmi", ref], capture_output=True, text=True,
+                                timeout=QUICK_TIMEOUT, stdin=subprocess.DEVNULL)
+            if rm.returncode == 0:
+                removed.append(ref)
+            else:
+                log(f"kept {ref}: {rm.stderr.strip()}")
+    return removed
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         if args.images_action == "list":
             return _list()
+        if args.images_action == "prune":
+            removed = prune(lambda msg: print(msg, file=sys.stderr))
+            for ref in removed:
+                print(f"removed {ref}")
+            print(f"{len(removed)} image tag(s) removed")
+            return 0
         started = time.monotonic()
         results = build_images(args.base_image, args.force)
         for r in results:

@@ -177,3 +177,21 @@ def test_runtime_requirements_take_pins_from_pyproject() -> None:
     reqs = images.runtime_requirements()
     assert "kio==0.6.5" in reqs
     assert not any(r.lower().startswith(("pyspark", "docker")) for r in reqs)
+
+
+@pytest.mark.docker
+def test_given_base_image_is_used_not_built(built: dict[str, BuildResult]) -> None:
+    # No registry here, so "another base image" is a local one; the same image by another
+    # name yields the same broker (the hash covers the base's image ID, not its name).
+    base_id = images.image_id(built["base"].tag)
+    assert base_id is not None
+    alias = "highwater-test/other-base:given"
+    docker("tag", built["base"].tag, alias)
+    try:
+        results = {r.name: r for r in images.build_images(base_image=alias)}
+    finally:
+        docker("rmi", alias, check=False)
+    assert results["base"].action == "given"
+    assert results["base"].tag == alias
+    assert results["broker"].tag == built["broker"].tag
+    assert results["broker"].action == "up to date"
