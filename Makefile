@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv run test test-unit lint clean
+.PHONY: all venv sysdeps images run test test-unit lint clean
 
 all: venv
 
@@ -16,12 +16,23 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# Debian tools the images and tests need (debootstrap builds the base image
+# without any registry). Installed only when missing; needs root or sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+sysdeps:
+	@command -v debootstrap >/dev/null || { $(SUDO) apt-get update -q && \
+		$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap; }
+
+## container images, built locally (no registry); a no-op when up to date
+images: venv sysdeps
+	$(BIN)/highwater images build
+
 ## make run: the main job
-run: venv
+run: venv images
 	$(BIN)/highwater demo
 
 ## make test: every test suite (unit, integration, docker, scenarios)
-test: venv lint
+test: venv lint images
 	$(BIN)/pytest -q -ra
 
 test-unit: venv
