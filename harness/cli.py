@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "toxiproxy-server": ("harness.toxiproxy_server.main", "run the Toxiproxy-compatible server"),
     "check": ("harness.checker.cli", "check run histories, write results.json"),
     "images": ("harness.images", "build the container images (no registry needed)"),
+    "controller": ("broker_app.controller.main", "run the cluster controller (metadata log)"),
 }
 
 

@@ -1,0 +1,419 @@
+"""ControllerApis: Kafka wire requests -> QuorumController operations -> Kafka wire responses.
+
+`handle(request, now_ms)` returns a kio response entity, or a DelayedMetadataFetch (a Fetch of
+`__cluster_metadata-0` at the log end, which the network edge parks until the log grows or
+max_wait passes, then calls `complete()`). No sockets here.
+
+Metadata answered by the controller lists the unfenced brokers AND the controller itself
+(node id = --node-id, its own address) as controller_id, so an AdminClient bootstrapped on the
+controller sends CreateTopics and ElectLeaders to it. Leaders, replicas, ISR and leader epochs
+are exactly as committed in the metadata log; offline_replicas are replicas that are fenced.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from broker_app.metadata.records import METADATA_PARTITION, METADATA_TOPIC
+from broker_app.protocol.codec import Request, response_class
+from broker_app.protocol.entities import build
+from broker_app.storage.errors import OffsetOutOfRangeError
+
+from .apis import CONTROLLER_APIS, ControllerApiKey
+from .errors import Errors
+from .messages import (
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    CreateTopicsRequest,
+    ElectLeadersRequest,
+    HeartbeatRequest,
+    NewTopic,
+    ReassignPartitionsRequest,
+    RegisterBrokerRequest,
+)
+from .metadata_log import FileMetadataLog
+from .quorum_controller import QuorumController
+
+log = logging.getLogger(__name__)
+
+CONFIG_SOURCE_TOPIC = 1
+FETCH_MAX_WAIT_CAP_MS = 30_000
+
+
+@dataclass
+class DelayedMetadataFetch:
+    max_wait_ms: int
+    complete: Callable[[bool], Any]  # complete(force) -> response, or None to keep waiting
+
+
+def _ms(value: Any) -> int:
+    if value is None:
+        return 0
+    ms = int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
+    return max(ms, 0)
+
+
+class ControllerApis:
+    def __init__(
+        self,
+        controller: QuorumController,
+        metadata_log: FileMetadataLog,
+        advertised: tuple[str, int],
+    ) -> None:
+        self.controller = controller
+        self.metadata_log = metadata_log
+        self.advertised = advertised
+        k = ControllerApiKey
+        self._handlers: dict[int, Callable[[Request, int], Any]] = {
+            k.API_VERSIONS: self.handle_api_versions,
+            k.METADATA: self.handle_metadata,
+            k.CREATE_TOPICS: self.handle_create_topics,
+            k.BROKER_REGISTRATION: self.handle_broker_registration,
+            k.BROKER_HEARTBEAT: self.handle_broker_heartbeat,
+            k.ALTER_PARTITION: self.handle_alter_partition,
+            k.ELECT_LEADERS: self.handle_elect_leaders,
+            k.ALTER_PARTITION_REASSIGNMENTS: self.handle_alter_partition_reassignments,
+            k.FETCH: self.handle_fetch,
+        }
+
+    def handle(self, request: Request, now_ms: int) -> Any:
+        return self._handlers[request.api_key](request, now_ms)
+
+    @staticmethod
+    def _respond(request: Request, data: dict[str, Any]) -> Any:
+        return build(response_class(request.api_key, request.api_version), data)
+
+    # --- ApiVersions / Metadata ---------------------------------------------------------
+
+    def handle_api_versions(self, request: Request, now_ms: int) -> Any:
+        api_keys = [
+            {"api_key": k, "min_version": vr.min_version, "max_version": vr.max_version}
+            for k, vr in sorted(CONTROLLER_APIS.items())
+        ]
+        if request.unsupported_api_versions:
+            return build(
+                response_class(ControllerApiKey.API_VERSIONS, 0),
+                {"error_code": Errors.UNSUPPORTED_VERSION, "api_keys": api_keys},
+            )
+        return self._respond(
+            request, {"error_code": Errors.NONE, "api_keys": api_keys, "throttle_time": 0}
+        )
+
+    def handle_metadata(self, request: Request, now_ms: int) -> Any:
+        image = self.controller.image
+        cfg = self.controller.config
+        host, port = self.advertised
+        brokers = [{"node_id": cfg.node_id, "host": host, "port": port, "rack": None}]
+        for b in image.live_brokers():
+            reg = image.brokers[b]
+            brokers.append({"node_id": b, "host": reg.host, "port": reg.port, "rack": reg.rack})
+        requested = request.body.topics
+        if requested is None or (request.api_version == 0 and not requested):
+            names: list[str | None] = sorted(image.topics)
+        else:
+            names = []
+            for t in requested:
+                name = t.name
+                if name is None and getattr(t, "topic_id", None) is not None:
+                    found = image.topic_by_id(t.topic_id)
+                    name = found.name if found else None
+                names.append(name)
+        topics = []
+        for name in names:
+            topic = image.topics.get(name) if name is not None else None
+            if topic is None:
+                topics.append(
+                    {
+                        "error_code": Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                        "name": name or "",
+                        "topic_id": uuid.UUID(int=0),
+                        "partitions": [],
+                    }
+                )
+                continue
+            partitions = [
+                {
+                    "error_code": Errors.NONE if reg.has_leader else Errors.LEADER_NOT_AVAILABLE,
+                    "partition_index": idx,
+                    "leader_id": reg.leader,
+                    "leader_epoch": reg.leader_epoch,
+                    "replica_nodes": list(reg.replicas),
+                    "isr_nodes": list(reg.isr),
+                    "offline_replicas": [r for r in reg.replicas if not image.is_live(r)],
+                }
+                for idx, reg in sorted(topic.partitions.items())
+            ]
+            topics.append(
+                {
+                    "error_code": Errors.NONE,
+                    "name": topic.name,
+                    "topic_id": topic.topic_id,
+                    "is_internal": False,
+                    "partitions": partitions,
+                }
+            )
+        return self._respond(
+            request,
+            {
+                "throttle_time": 0,
+                "brokers": brokers,
+                "cluster_id": cfg.cluster_id,
+                "controller_id": cfg.node_id,
+                "topics": topics,
+            },
+        )
+
+    # --- broker lifecycle -----------------------------------------------------------------
+
+    def handle_broker_registration(self, request: Request, now_ms: int) -> Any:
+        body = request.body
+        listener = body.listeners[0] if body.listeners else None
+        req = RegisterBrokerRequest(
+            broker_id=body.broker_id,
+            incarnation_id=str(body.incarnation_id or ""),
+            host=listener.host if listener else "",
+            port=int(listener.port) if listener else 0,
+            rack=body.rack,
+            cluster_id=body.cluster_id,
+        )
+        resp, _ = self.controller.register_broker(req, now_ms)
+        if resp.message:
+            log.warning("BrokerRegistration rejected: %s", resp.message)
+        return self._respond(
+            request,
+            {"throttle_time": 0, "error_code": resp.error, "broker_epoch": resp.broker_epoch},
+        )
+
+    def handle_broker_heartbeat(self, request: Request, now_ms: int) -> Any:
+        body = request.body
+        resp, _ = self.controller.heartbeat(
+            HeartbeatRequest(
+                body.broker_id,
+                body.broker_epoch,
+                body.current_metadata_offset,
+                body.want_fence,
+                body.want_shut_down,
+            ),
+            now_ms,
+        )
+        if resp.message:
+            log.info("BrokerHeartbeat rejected: %s", resp.message)
+        return self._respond(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": resp.error,
+                "is_caught_up": resp.is_caught_up,
+                "is_fenced": resp.is_fenced,
+                "should_shut_down": resp.should_shutdown,
+            },
+        )
+
+    # --- topics ---------------------------------------------------------------------------
+
+    def handle_create_topics(self, request: Request, now_ms: int) -> Any:
+        body = request.body
+        topics = []
+        for t in body.topics:
+            assignments = (
+                {a.partition_index: tuple(a.broker_ids) for a in t.assignments}
+                if t.assignments
+                else None
+            )
+            configs = {c.name: c.value for c in t.configs}
+            topics.append(
+                NewTopic(t.name, t.num_partitions, t.replication_factor, assignments, configs)
+            )
+        resp, _ = self.controller.create_topics(
+            CreateTopicsRequest(topics, getattr(body, "validate_only", False)), now_ms
+        )
+        results = [
+            {
+                "name": r.name,
+                "topic_id": r.topic_id or uuid.UUID(int=0),
+                "error_code": r.error,
+                "error_message": r.message,
+                "num_partitions": r.num_partitions,
+                "replication_factor": r.replication_factor,
+                "configs": [
+                    {
+                        "name": k,
+                        "value": v,
+                        "read_only": False,
+                        "config_source": CONFIG_SOURCE_TOPIC,
+                        "is_sensitive": False,
+                    }
+                    for k, v in sorted(r.configs.items())
+                ],
+            }
+            for r in resp.results
+        ]
+        return self._respond(request, {"throttle_time": 0, "topics": results})
+
+    # --- AlterPartition -------------------------------------------------------------------
+
+    def handle_alter_partition(self, request: Request, now_ms: int) -> Any:
+        body = request.body
+        items = []
+        for t in body.topics:
+            for p in t.partitions:
+                if hasattr(p, "new_isr_with_epochs"):
+                    isr = tuple(s.broker_id for s in p.new_isr_with_epochs)
+                    epochs: tuple[int, ...] | None = tuple(
+                        s.broker_epoch for s in p.new_isr_with_epochs
+                    )
+                else:
+                    isr, epochs = tuple(p.new_isr), None
+                items.append(
+                    AlterPartitionItem(
+                        t.topic_id or uuid.UUID(int=0),
+                        p.partition_index,
+                        p.leader_epoch,
+                        p.partition_epoch,
+                        isr,
+                        epochs,
+                    )
+                )
+        resp, _ = self.controller.alter_partition(
+            AlterPartitionRequest(body.broker_id, body.broker_epoch, items), now_ms
+        )
+        if resp.message:
+            log.info("AlterPartition rejected: %s", resp.message)
+        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        for r in resp.results:
+            by_topic.setdefault(r.topic_id, []).append(
+                {
+                    "partition_index": r.partition,
+                    "error_code": r.error,
+                    "leader_id": r.leader,
+                    "leader_epoch": r.leader_epoch,
+                    "isr": list(r.isr),
+                    "leader_recovery_state": 0,
+                    "partition_epoch": r.partition_epoch,
+                }
+            )
+        return self._respond(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": resp.error,
+                "topics": [{"topic_id": tid, "partitions": ps} for tid, ps in by_topic.items()],
+            },
+        )
+
+    # --- ElectLeaders / reassignment -----------------------------------------------------
+
+    def handle_elect_leaders(self, request: Request, now_ms: int) -> Any:
+        body = request.body
+        wanted = (
+            None
+            if body.topic_partitions is None
+            else [(t.topic, p) for t in body.topic_partitions for p in t.partitions]
+        )
+        resp, _ = self.controller.elect_leaders(
+            ElectLeadersRequest(getattr(body, "election_type", 0), wanted), now_ms
+        )
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for r in resp.results:
+            by_topic.setdefault(r.topic, []).append(
+                {"partition_id": r.partition, "error_code": r.error, "error_message": r.message}
+            )
+        return self._respond(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": resp.error,
+                "replica_election_results": [
+                    {"topic": t, "partition_result": ps} for t, ps in by_topic.items()
+                ],
+            },
+        )
+
+    def handle_alter_partition_reassignments(self, request: Request, now_ms: int) -> Any:
+        body = request.body
+        wanted = [
+            (t.name, p.partition_index, None if p.replicas is None else tuple(p.replicas))
+            for t in body.topics
+            for p in t.partitions
+        ]
+        resp, _ = self.controller.reassign_partitions(ReassignPartitionsRequest(wanted), now_ms)
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for r in resp.results:
+            by_topic.setdefault(r.topic, []).append(
+                {"partition_index": r.partition, "error_code": r.error, "error_message": r.message}
+            )
+        return self._respond(
+            request,
+            {
+                "throttle_time": 0,
+                "error_code": Errors.NONE,
+                "error_message": None,
+                "responses": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+            },
+        )
+
+    # --- Fetch of the metadata log ----------------------------------------------------------
+
+    def handle_fetch(self, request: Request, now_ms: int) -> Any:
+        body = request.body
+        wanted = [
+            (t.topic, p.partition, p.fetch_offset, max(p.partition_max_bytes, 0))
+            for t in body.topics
+            for p in t.partitions
+        ]
+        max_wait_ms = min(_ms(body.max_wait), FETCH_MAX_WAIT_CAP_MS)
+
+        def complete(force: bool) -> Any:
+            parts = [self._fetch_one(*w) for w in wanted]
+            has_data = any(p["records"] for _, p in parts)
+            errors = any(p["error_code"] != Errors.NONE for _, p in parts)
+            if not force and not has_data and not errors:
+                return None
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for topic, p in parts:
+                by_topic.setdefault(topic, []).append(p)
+            return self._respond(
+                request,
+                {
+                    "throttle_time": 0,
+                    "error_code": Errors.NONE,
+                    "session_id": 0,
+                    "responses": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+                },
+            )
+
+        response = complete(max_wait_ms <= 0 or body.min_bytes <= 0 or not wanted)
+        if response is not None:
+            return response
+        return DelayedMetadataFetch(max_wait_ms, complete)
+
+    def _fetch_one(
+        self, topic: str, partition: int, offset: int, max_bytes: int
+    ) -> tuple[str, dict[str, Any]]:
+        mlog = self.metadata_log
+        out: dict[str, Any] = {
+            "partition_index": partition,
+            "error_code": Errors.NONE,
+            "high_watermark": -1,
+            "last_stable_offset": -1,
+            "log_start_offset": -1,
+            "aborted_transactions": [],
+            "preferred_read_replica": -1,
+            "records": b"",
+        }
+        if topic != METADATA_TOPIC or partition != METADATA_PARTITION:
+            out["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            return topic, out
+        # Single controller: everything in the log is committed, so HW = LEO.
+        end = mlog.end_offset
+        out.update(high_watermark=end, last_stable_offset=end,
+                   log_start_offset=mlog.log.log_start_offset)  # fmt: skip
+        try:
+            out["records"] = mlog.read(offset, max(max_bytes, 1))
+        except OffsetOutOfRangeError:
+            out["error_code"] = Errors.OFFSET_OUT_OF_RANGE
+        return topic, out

@@ -1,0 +1,119 @@
+"""`highwater controller`: run the (single, active) controller until SIGTERM/SIGINT.
+
+Start-up: open `<data-dir>/__cluster_metadata-0/` (recovering a torn tail), replay it into the
+image, take the next controller epoch, listen for Kafka requests on --port and for the admin
+HTTP endpoint on --admin-port. Prints one line `controller <node-id> listening on HOST:PORT
+admin PORT` on stdout once both accept connections. A corrupt metadata log is a start-up error
+naming the offset (exit 1), never silently skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from .config import ControllerConfig
+
+log = logging.getLogger("broker_app.controller")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, required=True, help="Kafka listener; 0 = free port")
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--node-id", type=int, default=3000)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--advertised-host", default=None)
+    parser.add_argument("--admin-port", type=int, default=None, help="HTTP GET /state")
+    parser.add_argument("--cluster-id", default="highwater-cluster")
+    parser.add_argument("--session-timeout-ms", type=int, default=9000)
+    parser.add_argument("--unclean-leader-election", action="store_true",
+                        help="cluster default of unclean.leader.election.enable")  # fmt: skip
+    parser.add_argument("--auto-leader-rebalance", action="store_true")
+    parser.add_argument("--leader-imbalance-check-interval-ms", type=int, default=300_000)
+    parser.add_argument("--leader-imbalance-per-broker-percentage", type=int, default=10)
+    parser.add_argument("--num-partitions", type=int, default=1)
+    parser.add_argument("--default-replication-factor", type=int, default=1)
+    parser.add_argument("--tick-interval-ms", type=int, default=100)
+    parser.add_argument("--log-level", default="INFO")
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for name in ("session_timeout_ms", "tick_interval_ms", "leader_imbalance_check_interval_ms"):
+        if getattr(args, name) <= 0:
+            log.error("--%s must be > 0, got %d", name.replace("_", "-"), getattr(args, name))
+            return 2
+    config = ControllerConfig(
+        node_id=args.node_id,
+        cluster_id=args.cluster_id,
+        session_timeout_ms=args.session_timeout_ms,
+        unclean_leader_election=args.unclean_leader_election,
+        auto_leader_rebalance=args.auto_leader_rebalance,
+        leader_imbalance_check_interval_ms=args.leader_imbalance_check_interval_ms,
+        leader_imbalance_per_broker_percentage=args.leader_imbalance_per_broker_percentage,
+        num_partitions=args.num_partitions,
+        default_replication_factor=args.default_replication_factor,
+    )
+    try:
+        asyncio.run(serve(config, args))
+    except OSError as e:
+        log.error("cannot start controller: %s", e)
+        return 1
+    except ValueError as e:  # MetadataRecordError, storage errors naming the bad spot
+        log.error("cannot load the metadata log in %s: %s", args.data_dir, e)
+        return 1
+    return 0
+
+
+async def serve(config: ControllerConfig, args: argparse.Namespace) -> None:
+    from .errors import ControllerError
+    from .metadata_log import FileMetadataLog
+    from .quorum_controller import QuorumController
+    from .server import ControllerServer
+
+    metadata_log = FileMetadataLog(args.data_dir)
+    try:
+        try:
+            controller = QuorumController(config, metadata_log)
+        except ControllerError as e:
+            raise ValueError(str(e)) from e
+        server = ControllerServer(
+            controller, metadata_log, args.host, args.port, args.admin_port,
+            args.advertised_host, args.tick_interval_ms,
+        )  # fmt: skip
+        await server.start()
+        log.info(
+            "controller %d epoch %d: metadata offset %d, %d brokers, %d topics",
+            config.node_id, metadata_log.epoch, controller.image.offset,
+            len(controller.image.brokers), len(controller.image.topics),
+        )  # fmt: skip
+        print(
+            f"controller {config.node_id} listening on {args.host}:{server.port} "
+            f"admin {server.admin_port}",
+            flush=True,
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        log.info("controller %d shutting down", config.node_id)
+        await server.stop()
+    finally:
+        metadata_log.close()
+
+
+if __name__ == "__main__":
+    from harness.cli import main
+
+    sys.exit(main(["controller", *sys.argv[1:]]))

@@ -1,0 +1,231 @@
+"""ControllerServer: the asyncio edge of the controller (Kafka TCP listener, admin HTTP, timer).
+
+- Kafka listener: per connection, frames -> decode_controller_request -> ControllerApis ->
+  response, one request at a time, in order. Malformed frames, unknown APIs and undecodable
+  bodies close that connection with one log line; a failing handler too. Nothing escapes a
+  connection task, so one bad peer never stops the controller.
+- A Fetch of `__cluster_metadata-0` at the log end is parked until the controller appends
+  (every operation that wrote records wakes the parked fetches) or its max_wait expires, so
+  brokers learn metadata changes promptly with long polls, as in KRaft.
+- Timer: `QuorumController.tick(now_ms)` every `tick_interval_ms` (session expiry, leaderless
+  partitions, automatic rebalance). now_ms is time.monotonic() in ms: sessions are durations.
+- Admin HTTP on --admin-port: `GET /state` returns {"node_id", "metadata_offset",
+  "controller_epoch", "image": MetadataImage.to_json()}; `GET /health` returns {"ok": true}.
+  Anything else is 404; a malformed request gets 400.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+from broker_app.protocol.codec import encode_response
+from broker_app.protocol.errors import ProtocolError
+from broker_app.protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
+
+from .apis import decode_controller_request
+from .controller_apis import ControllerApis, DelayedMetadataFetch
+from .metadata_log import FileMetadataLog
+from .quorum_controller import QuorumController
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 256 * 1024
+MAX_HTTP_HEADER = 16 * 1024
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class ControllerServer:
+    def __init__(
+        self,
+        controller: QuorumController,
+        metadata_log: FileMetadataLog,
+        host: str,
+        port: int,
+        admin_port: int | None = None,
+        advertised_host: str | None = None,
+        tick_interval_ms: int = 100,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.controller = controller
+        self.metadata_log = metadata_log
+        self.host = host
+        self.port = port
+        self.admin_port = admin_port
+        self.advertised_host = advertised_host or host
+        self.tick_interval_ms = tick_interval_ms
+        self.max_frame_bytes = max_frame_bytes
+        self.apis: ControllerApis | None = None
+        self._servers: list[asyncio.base_events.Server] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._appended = asyncio.Event()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        server = await asyncio.start_server(self._on_kafka, self.host, self.port, limit=READ_CHUNK)
+        self._servers.append(server)
+        self.port = server.sockets[0].getsockname()[1]
+        self.apis = ControllerApis(
+            self.controller, self.metadata_log, (self.advertised_host, self.port)
+        )
+        if self.admin_port is not None:
+            admin = await asyncio.start_server(self._on_http, self.host, self.admin_port)
+            self._servers.append(admin)
+            self.admin_port = admin.sockets[0].getsockname()[1]
+        ticker = asyncio.create_task(self._tick_loop())
+        self._tasks.add(ticker)
+
+    async def stop(self) -> None:
+        for s in self._servers:
+            s.close()
+        for s in self._servers:
+            await s.wait_closed()
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _track(self) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _notify_if_appended(self, offset_before: int) -> None:
+        if self.metadata_log.end_offset != offset_before:
+            self._appended.set()
+            self._appended = asyncio.Event()
+
+    async def _tick_loop(self) -> None:
+        while True:
+            before = self.metadata_log.end_offset
+            try:
+                self.controller.tick(monotonic_ms())
+            except Exception:  # a bug in a timer must not silently stop all future timers
+                log.exception("controller tick failed")
+            self._notify_if_appended(before)
+            await asyncio.sleep(self.tick_interval_ms / 1000)
+
+    # --- Kafka listener --------------------------------------------------------------------
+
+    async def _on_kafka(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._track()
+        peer = writer.get_extra_info("peername")
+        try:
+            decoder = FrameDecoder(self.max_frame_bytes)
+            while True:
+                data = await reader.read(READ_CHUNK)
+                if not data:
+                    return
+                try:
+                    frames = decoder.feed(data)
+                except ProtocolError as e:
+                    log.warning("connection %s: %s; closing", peer, e)
+                    return
+                for frame in frames:
+                    if not await self._process(frame, writer, peer):
+                        return
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError) as e:
+            log.debug("connection %s: %s", peer, e)
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("connection %s: unexpected error, closing", peer)
+        finally:
+            writer.close()
+
+    async def _process(self, frame: bytes, writer: asyncio.StreamWriter, peer: Any) -> bool:
+        try:
+            request = decode_controller_request(frame)
+        except ProtocolError as e:
+            log.warning("connection %s: %s; closing", peer, e)
+            return False
+        assert self.apis is not None
+        before = self.metadata_log.end_offset
+        try:
+            result = self.apis.handle(request, monotonic_ms())
+            self._notify_if_appended(before)
+            if isinstance(result, DelayedMetadataFetch):
+                result = await self._await_fetch(result)
+        except Exception:
+            log.exception(
+                "connection %s: handler for api_key=%d v%d failed; closing",
+                peer, request.api_key, request.api_version,
+            )  # fmt: skip
+            return False
+        writer.write(encode_response(request.correlation_id, request.api_key, result))
+        return True
+
+    async def _await_fetch(self, delayed: DelayedMetadataFetch) -> Any:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + delayed.max_wait_ms / 1000
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return delayed.complete(True)
+            try:
+                await asyncio.wait_for(self._appended.wait(), remaining)
+            except TimeoutError:
+                pass
+            response = delayed.complete(False)
+            if response is not None:
+                return response
+
+    # --- admin HTTP ---------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "node_id": self.controller.config.node_id,
+            "metadata_offset": self.controller.image.offset,
+            "controller_epoch": self.metadata_log.epoch,
+            "image": self.controller.image.to_json(),
+        }
+
+    async def _on_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._track()
+        try:
+            try:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            except (asyncio.LimitOverrunError, asyncio.IncompleteReadError, TimeoutError):
+                await self._http_reply(writer, 400, {"error": "malformed or truncated request"})
+                return
+            if len(head) > MAX_HTTP_HEADER:
+                await self._http_reply(writer, 400, {"error": "request header too large"})
+                return
+            parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+            if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+                await self._http_reply(writer, 400, {"error": f"bad request line {parts!r}"})
+                return
+            method, path = parts[0], parts[1].split("?", 1)[0]
+            if method != "GET":
+                await self._http_reply(writer, 405, {"error": f"method {method} not allowed"})
+            elif path == "/state":
+                await self._http_reply(writer, 200, self.state())
+            elif path == "/health":
+                await self._http_reply(writer, 200, {"ok": True})
+            else:
+                await self._http_reply(writer, 404, {"error": f"no such path {path!r}"})
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception:
+            log.exception("admin http: unexpected error")
+        finally:
+            writer.close()
+
+    @staticmethod
+    async def _http_reply(writer: asyncio.StreamWriter, status: int, body: Any) -> None:
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
+        data = json.dumps(body, indent=1).encode()
+        writer.write(
+            f"HTTP/1.1 {status} {reason.get(status, '')}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
+            + data
+        )
+        await writer.drain()
