@@ -180,10 +180,19 @@ class ReplicaManager:
 
     # -- fetch ------------------------------------------------------------------------
 
+    def fetch_isolation_bound(self, state: PartitionState, replica_id: int) -> int:
+        """Exclusive upper offset a fetcher may read: consumers stop at the HW, followers
+        (replica_id >= 0) read up to the LEO. The multi-node version adds the follower's
+        LEO bookkeeping and the "serve consumers beyond the HW" historical switch here."""
+        return state.log.log_end_offset if replica_id >= 0 else state.log.high_watermark
+
     def fetch_messages(
-        self, requests: dict[TopicPartition, FetchRequestPartition], max_bytes: int
+        self,
+        requests: dict[TopicPartition, FetchRequestPartition],
+        max_bytes: int,
+        replica_id: int = -1,
     ) -> dict[TopicPartition, FetchPartitionResult]:
-        """Consumer fetch: reads up to the HW only; stops adding data once max_bytes is used,
+        """Reads up to fetch_isolation_bound; stops adding data once max_bytes is used,
         but always returns at least one batch for the first partition with data (KIP-74)."""
         results: dict[TopicPartition, FetchPartitionResult] = {}
         budget = max_bytes
@@ -195,16 +204,17 @@ class ReplicaManager:
                 continue
             lg = state.log
             hw = lg.high_watermark
+            bound = self.fetch_isolation_bound(state, replica_id)
             res = FetchPartitionResult(
                 high_watermark=hw, last_stable_offset=hw, log_start_offset=lg.log_start_offset
             )
             if req.fetch_offset < lg.log_start_offset or req.fetch_offset > lg.log_end_offset:
                 res.error_code = Errors.OFFSET_OUT_OF_RANGE
-            elif req.fetch_offset < hw and (budget > 0 or first_with_data):
+            elif req.fetch_offset < bound and (budget > 0 or first_with_data):
                 limit = max(0, min(req.max_bytes, budget))
                 try:
                     data = lg.read(
-                        req.fetch_offset, limit, max_offset=hw, min_one_batch=first_with_data
+                        req.fetch_offset, limit, max_offset=bound, min_one_batch=first_with_data
                     )
                 except StorageError as e:
                     res.error_code = e.kafka_error_code

@@ -391,7 +391,7 @@ class KafkaApis:
         max_wait_ms = min(_ms(body.max_wait), self.config.fetch_max_wait_ms_cap)
 
         def complete(force: bool) -> Any:
-            results = self.replica_manager.fetch_messages(reqs, max_bytes)
+            results = self.replica_manager.fetch_messages(reqs, max_bytes, body.replica_id)
             size = sum(len(r.records) for r in results.values())
             errors = any(r.error_code != Errors.NONE for r in results.values())
             if not force and not errors and size < max(min_bytes, 1):

@@ -29,11 +29,18 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, node_id: int = 1, extra_args: list[str] | None = None):
+    def __init__(
+        self,
+        data_dir: Path,
+        node_id: int = 1,
+        extra_args: list[str] | None = None,
+        via_cli: bool = False,
+    ):
         self.data_dir = data_dir
         self.node_id = node_id
         self.port = free_port()
         self.extra_args = extra_args or []
+        self.via_cli = via_cli  # through harness.cli (`highwater broker`) instead of the module
         self.log_path = data_dir.parent / f"broker-{node_id}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -42,8 +49,9 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> None:
+        entry = ["harness.cli", "broker"] if self.via_cli else ["broker_app.server.main"]
         cmd = [
-            sys.executable, "-m", "broker_app.server.main",
+            sys.executable, "-m", *entry,
             "--node-id", str(self.node_id),
             "--port", str(self.port),
             "--data-dir", str(self.data_dir),

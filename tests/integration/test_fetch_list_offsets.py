@@ -102,3 +102,21 @@ def test_sigterm_is_a_clean_shutdown(broker) -> None:
     assert (data / ".kafka_cleanshutdown").exists()
     assert "clean 0 2" in (data / "replication-offset-checkpoint").read_text()
     assert "clean shutdown complete" in broker.log()
+
+
+def test_highwater_broker_command_serves_and_stops(tmp_path: Path) -> None:
+    from kio.schema.api_versions.v3 import ApiVersionsRequest
+
+    from .conftest import BrokerProcess
+
+    b = BrokerProcess(tmp_path / "cli-data", node_id=7, via_cli=True)
+    try:
+        b.start()
+        with RawClient(b.port) as raw:
+            resp = raw.request(
+                ApiVersionsRequest(client_software_name="t", client_software_version="1")
+            )
+        assert resp.error_code.value == Errors.NONE and len(resp.api_keys) == 10
+        assert b.signal(signal.SIGTERM) == 0
+    finally:
+        b.stop()
