@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("harness.plan.cli", "validate fault plans, show their steps or random schedule"),
     "toxiproxy-server": ("harness.toxiproxy_server.main", "run the Toxiproxy-compatible server"),
     "check": ("harness.checker.cli", "check run histories, write results.json"),
+    "report": ("harness.report.cli", "regenerate a run's report.html"),
     "images": ("harness.images", "build the container images (no registry needed)"),
     "controller": ("broker_app.controller.main", "run the cluster controller (metadata log)"),
 }

@@ -96,8 +96,14 @@ def test_workload_drain_and_checker_valid(broker, tmp_path: Path) -> None:
             ProducerJob(slot=0, acks="1", rate=40, partitions=tuple(PARTS), duration_s=3),
             ProducerJob(slot=1, acks="all", rate=40, partitions=tuple(PARTS), values=60),
         ]
-        wl = Workload(broker.bootstrap, history, jobs, ConsumerSpec(count=1, poll_interval_ms=100),
-                      PARTS, new_process=ids)
+        wl = Workload(
+            broker.bootstrap,
+            history,
+            jobs,
+            ConsumerSpec(count=1, poll_interval_ms=100),
+            PARTS,
+            new_process=ids,
+        )
         wl.start()
         try:
             assert wl.wait_producers(timeout_s=60), "producers did not finish"
@@ -127,8 +133,7 @@ def test_workload_drain_and_checker_valid(broker, tmp_path: Path) -> None:
     final_values = {r["value"] for o in final for r in o["records"]}
     assert {o["value"] for o in sends} <= final_values
     assert result.drained == {
-        f"{TOPIC}-{p}": 1 + max(o["offset"] for o in sends if o["partition"] == p)
-        for p in (0, 1)
+        f"{TOPIC}-{p}": 1 + max(o["offset"] for o in sends if o["partition"] == p) for p in (0, 1)
     }
 
     from harness.checker.check import check_runs

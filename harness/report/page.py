@@ -1,0 +1,266 @@
+"""report.html from a RunData: one self-contained page, readable offline.
+
+Contract: `render(data) -> str` returns the whole page — inline CSS, inline SVG plots, and a
+few lines of inline script that only open the collapsed history excerpt an example link points
+into (the page is fully readable without it). Nothing is fetched. Every value from the run's
+files is HTML-escaped. Anchors: `#op-<index>` is the history line with that index (present for
+every example index of results.json and the lines around it), `#anomalies`, `#plots`,
+`#partition-<topic>-<n>`, `#history`, `#plan`.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from html import escape
+from typing import Any
+
+from harness.checker.history import ANOMALIES, INFORMATIONAL
+from harness.report.data import NS, FaultWindow, RunData, example_indexes, thin, throughput
+from harness.report.states import StateSample
+from harness.report.svg import OK, PALETTE, TYPE_COLOURS, Chart
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;
+ color:#222;max-width:1000px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid
+ #ddd;padding-bottom:3px} h3{font-size:14px;margin:16px 0 4px}
+.meta{color:#555} .meta code{color:#222}
+.verdict{padding:10px 14px;border-radius:6px;font-size:16px;margin:14px 0}
+.verdict.good{background:#e6f4ea;border:1px solid #2a9d4b}
+.verdict.bad{background:#fdecea;border:1px solid #d62728}
+.verdict.unknown{background:#fff6e0;border:1px solid #f0a202}
+table{border-collapse:collapse;margin:6px 0} td,th{border:1px solid #ddd;padding:3px 8px;
+ text-align:left;vertical-align:top} th{background:#f5f5f5}
+tr.found td{background:#fdecea} tr.info-found td{background:#fff6e0}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+a{color:#1f5fa8}
+svg.chart{display:block;margin:8px 0;max-width:100%;height:auto}
+details.excerpt{margin:4px 0;border:1px solid #ddd;border-radius:4px;padding:2px 6px}
+details.excerpt summary{cursor:pointer;color:#1f5fa8}
+.op{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;
+ word-break:break-all;padding:1px 4px}
+.op .idx{color:#888;display:inline-block;min-width:6ch}
+.op.example{background:#fff3bf} .op:target{outline:2px solid #d62728}
+pre.plan{background:#f7f7f7;padding:8px;border:1px solid #ddd;overflow:auto;font-size:12px}
+.warn{color:#8a5300}
+"""
+
+SCRIPT = """
+function hwOpen(){var h=location.hash;if(!h)return;var e=document.getElementById(h.slice(1));
+for(var p=e;p;p=p.parentElement){if(p.tagName==='DETAILS')p.open=true;}
+if(e)e.scrollIntoView();}
+window.addEventListener('hashchange',hwOpen);window.addEventListener('load',hwOpen);
+"""
+
+
+def _e(v: Any) -> str:
+    return escape(str(v))
+
+
+def render(data: RunData) -> str:
+    plan = data.plan or {}
+    title = plan.get("name") or data.run_dir.parent.name
+    body = [
+        f"<h1>highwater report: {_e(title)}</h1>",
+        _meta(data),
+        _verdict(data),
+        _anomalies(data),
+        _plots(data),
+        _history(data),
+        _plan(data),
+        _warnings(data),
+    ]
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>highwater: {_e(title)}</title><style>{CSS}</style>"
+        f"<script>{SCRIPT}</script></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
+
+
+def _meta(data: RunData) -> str:
+    seed = data.seed
+    parts = [
+        f"run <code>{_e(data.run_dir)}</code>",
+        f"seed <code id=\"seed\">{_e(seed) if seed is not None else 'none'}</code>",
+        f"{data.ops} history ops, {len(data.sends)} sends, {data.polls} polls, "
+        f"{len(data.faults)} fault windows, {data.end_s:.1f} s",
+    ]
+    desc = (data.plan or {}).get("description")
+    if desc:
+        parts.insert(0, _e(desc))
+    return '<p class="meta">' + "<br>".join(parts) + "</p>"
+
+
+def _verdict(data: RunData) -> str:
+    r = data.results
+    if r is None:
+        return ('<div class="verdict unknown" id="verdict">not checked: no results.json '
+                "(run <code>highwater check RUN_DIR</code>)</div>")
+    verdict, valid = r.get("verdict", "?"), r.get("valid")
+    cls = "good" if verdict == "as-expected" else "bad"
+    expected = r.get("expected") or {}
+    exp = ", ".join(f"{_e(k)} {_e(v)}" for k, v in expected.items()) or "a valid history"
+    return (
+        f'<div class="verdict {cls}" id="verdict"><b>{_e(verdict)}</b> — '
+        f"history {'valid' if valid else 'INVALID'}; expected: {exp}</div>"
+    )
+
+
+def _anomalies(data: RunData) -> str:
+    r = data.results
+    if r is None:
+        return ""
+    anomalies = r.get("anomalies") or {}
+    expected = r.get("expected") or {}
+    rows = ["<tr><th>anomaly</th><th>count</th><th>expected</th><th>by partition</th>"
+            "<th>examples (history indexes)</th></tr>"]
+    names = list(ANOMALIES) + [a for a in anomalies if a not in ANOMALIES]
+    for name in names:
+        a = anomalies.get(name) or {}
+        count = a.get("count", 0)
+        cls = "" if not count else ("info-found" if name in INFORMATIONAL else "found")
+        by_p = ", ".join(f"{_e(p)}: {_e(n)}" for p, n in (a.get("by_partition") or {}).items())
+        examples = []
+        for ex in a.get("examples") or []:
+            ex = ex if isinstance(ex, list) else [ex]
+            links = " ".join(f'<a href="#op-{int(i)}">{int(i)}</a>' for i in ex
+                             if isinstance(i, int))
+            examples.append(f"[{links}]")
+        rows.append(
+            f'<tr class="{cls}" id="anomaly-{_e(name)}"><td>{_e(name)}</td>'
+            f'<td class="num">{_e(count)}</td><td>{_e(expected.get(name, ""))}</td>'
+            f"<td>{by_p}</td><td>{' '.join(examples)}</td></tr>"
+        )
+    stats = r.get("stats") or {}
+    stat_cells = "".join(
+        f"<tr><th>{_e(k)}</th><td class=\"num\">"
+        f"{_e(json.dumps(v) if isinstance(v, dict) else v)}</td></tr>"
+        for k, v in stats.items()
+    )
+    return (
+        '<h2 id="anomalies">Anomalies</h2><table class="anomalies">' + "".join(rows)
+        + '</table><h3>Stats</h3><table class="stats">' + stat_cells + "</table>"
+    )
+
+
+def _shade(chart: Chart, faults: list[FaultWindow]) -> None:
+    for i, w in enumerate(faults):
+        chart.shade(w.start_s, w.end_s, w.label + (" (not stopped)" if w.open_ended else ""),
+                    row=i)
+
+
+def _plots(data: RunData) -> str:
+    out = ['<h2 id="plots">Timelines</h2>']
+    end = max(data.end_s, 1.0)
+    if data.sends:
+        shown, total = thin(data.sends)
+        lat = [p.latency_ms for p in shown]
+        chart = Chart("send latency", (0, end), (max(min(lat) * 0.7, 0.05), max(lat) * 1.4),
+                      y_label="latency (ms)", log_y=True, css_class="chart latency",
+                      ident="latency")
+        _shade(chart, data.faults)
+        for typ in ("ok", "fail", "info"):
+            pts = [(p.time_s, p.latency_ms) for p in shown if p.type == typ]
+            n = sum(1 for p in data.sends if p.type == typ)
+            chart.points(pts, TYPE_COLOURS[typ], label=f"{typ} ({n})", css_class=f"pt {typ}")
+        if len(shown) < total:
+            chart.note(f"showing {len(shown)} of {total} sends (all fail/info kept)")
+        out.append(chart.render())
+
+        width, series = throughput(data.sends, end)
+        top = max((v for s in series.values() for _, v in s), default=1.0)
+        chart = Chart(f"send throughput ({width:g} s bins)", (0, end), (0, top * 1.1 or 1),
+                      y_label="completions/s", css_class="chart throughput", ident="throughput")
+        _shade(chart, data.faults)
+        for typ in ("ok", "fail", "info"):
+            chart.line(series[typ], TYPE_COLOURS[typ], label=typ, step=True)
+        out.append(chart.render())
+    else:
+        out.append("<p>No sends in the history.</p>")
+    if not data.states:
+        out.append("<p>No broker-state samples (<code>states.jsonl</code>) recorded: "
+                   "no HW/LEO timelines.</p>")
+    for name, samples in sorted(data.states.items()):
+        out.append(f'<h3 id="partition-{_e(name)}">{_e(name)}: HW and LEO per replica</h3>')
+        out.append(_partition_chart(name, samples, data, end))
+    return "\n".join(out)
+
+
+def _segments(points: list[tuple[float, float]]) -> list[list[tuple[float, float]]]:
+    """Split where sampling stopped for a while (the broker was down or cut off): a gap."""
+    if len(points) < 3:
+        return [points]
+    diffs = [b[0] - a[0] for a, b in zip(points, points[1:], strict=False)]
+    gap = max(1.0, 3 * statistics.median(diffs))
+    segs, cur = [], [points[0]]
+    for prev, p in zip(points, points[1:], strict=False):
+        if p[0] - prev[0] > gap:
+            segs.append(cur)
+            cur = []
+        cur.append(p)
+    return segs + [cur]
+
+
+def _partition_chart(name: str, samples: list[StateSample], data: RunData, end: float) -> str:
+    top = max(max(s.leo for s in samples), max(s.hw for s in samples), 1)
+    chart = Chart(f"{name} replicas", (0, end), (0, top * 1.08), y_label="offset",
+                  css_class="chart replicas", ident=f"replicas-{name}")
+    _shade(chart, data.faults)
+    nodes = sorted({s.node for s in samples})
+    for i, node in enumerate(nodes):
+        colour = PALETTE[i % len(PALETTE)]
+        mine = [s for s in samples if s.node == node]
+        for j, seg in enumerate(_segments([(s.time / NS, s.hw) for s in mine])):
+            chart.line(seg, colour, label=f"b{node} HW" if j == 0 else None, step=True, width=2)
+        for j, seg in enumerate(_segments([(s.time / NS, s.leo) for s in mine])):
+            chart.line(seg, colour, label=f"b{node} LEO" if j == 0 else None, step=True,
+                       dash="5 3", width=1.2)
+    for k, change in enumerate(data.leader_changes.get(name, [])):
+        chart.vline(change.time_s, f"leader b{change.leader} (epoch {change.epoch})", OK,
+                    css_class="leader-change", row=k)
+    return chart.render()
+
+
+def _history(data: RunData) -> str:
+    examples = example_indexes(data.results)
+    if not data.excerpt:
+        return ""
+    # Contiguous index runs become one collapsible block each.
+    blocks: list[list[int]] = []
+    for i in sorted(data.excerpt):
+        if blocks and i == blocks[-1][-1] + 1:
+            blocks[-1].append(i)
+        else:
+            blocks.append([i])
+    out = ['<h2 id="history">History excerpts</h2>',
+           "<p>Lines around every example; highlighted lines are the examples.</p>"]
+    for block in blocks:
+        lines = "".join(
+            f'<div class="op{" example" if i in examples else ""}" id="op-{i}">'
+            f'<span class="idx">{i}</span>{_e(data.excerpt[i])}</div>'
+            for i in block
+        )
+        out.append(
+            f'<details class="excerpt" id="excerpt-{block[0]}"><summary>history lines '
+            f"{block[0]}–{block[-1]}</summary>{lines}</details>"
+        )
+    return "\n".join(out)
+
+
+def _plan(data: RunData) -> str:
+    text = data.plan_text or "(no plan.yaml in the run dir)"
+    meta = ""
+    if data.meta:
+        meta = ('<h3>run.json</h3><pre class="plan">'
+                + _e(json.dumps(data.meta, indent=1, sort_keys=True)) + "</pre>")
+    return (f'<h2 id="plan">Plan as run</h2><p>seed: <code>{_e(data.seed)}</code></p>'
+            f'<details open><summary>plan.yaml</summary><pre class="plan">{_e(text)}</pre>'
+            f"</details>{meta}")
+
+
+def _warnings(data: RunData) -> str:
+    if not data.warnings:
+        return ""
+    items = "".join(f"<li>{_e(w)}</li>" for w in data.warnings)
+    return f'<h2 id="warnings">Warnings</h2><ul class="warn">{items}</ul>'

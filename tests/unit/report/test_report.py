@@ -1,0 +1,166 @@
+"""report.html from the fixture run: table, plots, fault shading, example links, escaping, CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from harness.cli import main as cli_main
+from harness.report import write_report
+from harness.report.data import leader_changes, load_run, thin, throughput
+from harness.report.states import StatesWriter, read_states
+from harness.report.svg import Chart, log_ticks, nice_ticks
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def _svgs(html: str) -> list[ET.Element]:
+    """Every inline <svg>, parsed as XML: a malformed plot fails here."""
+    return [ET.fromstring(m) for m in re.findall(r"<svg .*?</svg>", html, flags=re.S)]
+
+
+def _by_class(svgs: list[ET.Element], cls: str) -> list[ET.Element]:
+    return [s for s in svgs if cls in s.get("class", "").split()]
+
+
+def test_report_has_verdict_table_plots_shading_and_links(fixture_run) -> None:
+    run_dir, facts = fixture_run
+    html = write_report(run_dir).read_text()
+
+    assert 'id="verdict"' in html and "as-expected" in html and "INVALID" in html
+    row = re.search(r'<tr class="found" id="anomaly-lost-write">(.*?)</tr>', html, re.S)
+    assert row, "lost-write row missing or not highlighted"
+    assert f'<td class="num">{len(facts["lost"])}</td>' in row.group(1)
+    assert "t-0: 3, t-1: 2" in row.group(1)
+    # Every example index links to a history line that exists on the page.
+    for invoke, completion in facts["lost"]:
+        for i in (invoke, completion):
+            assert f'<a href="#op-{i}">{i}</a>' in row.group(1)
+            assert f'id="op-{i}"' in html
+    assert re.search(rf'<div class="op example" id="op-{facts["lost"][0][0]}">', html)
+    assert '<tr class="info-found" id="anomaly-unseen-info">' in html
+    assert html.count('<tr class="" id="anomaly-') == 7  # the zero-count anomalies
+
+    svgs = _svgs(html)
+    assert len(_by_class(svgs, "latency")) == 1
+    assert len(_by_class(svgs, "throughput")) == 1
+    assert len(_by_class(svgs, "replicas")) == 2  # t-0 and t-1
+    latency = _by_class(svgs, "latency")[0]
+    dots = {g.get("class"): len(g.findall(f"{SVG_NS}circle")) for g in latency.iter(f"{SVG_NS}g")
+            if g.get("class", "").startswith("pt ")}
+    assert dots == {"pt ok": 280, "pt fail": 10, "pt info": 10}
+    for svg in svgs:  # both fault windows shaded and labelled in every timeline
+        faults = [r for r in svg.iter(f"{SVG_NS}rect") if r.get("class") == "fault"]
+        assert len(faults) == 2
+        labels = [t.text for t in svg.iter(f"{SVG_NS}text") if t.get("class") == "fault-label"]
+        assert labels == ["kill node=1", "partition nodes=[2, 3] (not stopped)"]
+    kill = next(r for r in svgs[0].iter(f"{SVG_NS}rect") if r.get("class") == "fault")
+    assert float(kill.get("width")) > 0
+    for svg in _by_class(svgs, "replicas"):
+        markers = [g for g in svg.iter(f"{SVG_NS}g") if g.get("class") == "leader-change"]
+        texts = ["".join(g.itertext()) for g in markers]
+        assert texts == ["leader b1 (epoch 0)", "leader b2 (epoch 1)"]
+        assert len(svg.findall(f".//{SVG_NS}polyline")) >= 6  # HW + LEO for 3 brokers
+
+    assert '<code id="seed">424242</code>' in html
+    assert "fixture &lt;run&gt; &amp; co" in html and "<run>" not in html
+    assert "lost-write: &#x27;&gt; 0&#x27;" in html or "lost-write: '&gt; 0'" in html
+
+
+def test_report_is_self_contained(fixture_run) -> None:
+    html = write_report(fixture_run[0]).read_text()
+    without_ns = html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/", without_ns, re.I)
+    assert not re.search(r"<(script|img|link|iframe)[^>]*\s(src|href)=", html, re.I)
+
+
+def test_broker_gap_splits_the_replica_line(fixture_run) -> None:
+    data = load_run(fixture_run[0])
+    b1 = [s.time for s in data.states["t-0"] if s.node == 1]
+    assert max(b - a for a, b in zip(b1, b1[1:], strict=False)) == 6 * 10**9  # killed 10-15 s
+    html = write_report(fixture_run[0]).read_text()
+    svg = _by_class(_svgs(html), "replicas")[0]
+    b1_colour = "#1f77b4"
+    b1_lines = [p for p in svg.iter(f"{SVG_NS}polyline") if p.get("stroke") == b1_colour]
+    assert len(b1_lines) == 4  # HW and LEO, each split in two by the gap
+
+
+def test_malformed_inputs_are_warnings_not_errors(fixture_run) -> None:
+    run_dir, _ = fixture_run
+    with open(run_dir / "history.jsonl", "a") as fh:
+        fh.write("{not json\n")
+    with open(run_dir / "states.jsonl", "a") as fh:
+        fh.write('{"time": 1, "node": 1, "topic": "t", "partition": 0, "role": "boss"}\n')
+    (run_dir / "results.json").unlink()
+    html = write_report(run_dir).read_text()
+    assert "not checked" in html
+    n_hist = sum(1 for _ in open(run_dir / "history.jsonl"))
+    assert f"history.jsonl:{n_hist}: skipped" in html
+    n_states = sum(1 for _ in open(run_dir / "states.jsonl"))
+    assert f"states.jsonl:{n_states}: role: invalid value &#x27;boss&#x27;" in html
+
+
+def test_empty_run_dir_still_renders(tmp_path: Path) -> None:
+    html = write_report(tmp_path).read_text()
+    assert "not checked" in html and "No sends in the history" in html
+    assert "history.jsonl: missing" in html
+
+
+def test_cli_regenerates_report(fixture_run, capsys) -> None:
+    run_dir, _ = fixture_run
+    assert cli_main(["report", str(run_dir)]) == 0
+    assert Path(capsys.readouterr().out.strip()) == run_dir / "report.html"
+    assert (run_dir / "report.html").stat().st_size > 10_000
+    out = run_dir / "other.html"
+    assert cli_main(["report", str(run_dir), "--output", str(out)]) == 0 and out.is_file()
+    assert cli_main(["report", str(run_dir / "nope")]) == 2
+    assert "nope: not a run directory" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ parts
+
+
+def test_states_round_trip_and_leader_changes(tmp_path: Path) -> None:
+    path = tmp_path / "states.jsonl"
+    with StatesWriter(path, start_ns=0, clock=lambda: 5) as w:
+        w.write(1, "t", 0, "leader", 1, 0, 3, 4, [1, 2])
+        w.write(2, "t", 0, "follower", 1, 0, 3, 3, [1, 2], time_ns=7)
+        w.write(2, "t", 0, "leader", 2, 1, 3, 3, [2], time_ns=9)
+        w.write(1, "t", 0, "leader", 1, 0, 3, 5, [1], time_ns=10)  # a stale ex-leader
+    samples, problems = read_states(path)
+    assert problems == []
+    assert [(s.time, s.node, s.role) for s in samples] == [
+        (5, 1, "leader"), (7, 2, "follower"), (9, 2, "leader"), (10, 1, "leader")]
+    assert samples[0].isr == (1, 2)
+    changes = leader_changes(samples)
+    assert [(c.leader, c.epoch) for c in changes] == [(1, 0), (2, 1)]
+
+
+def test_throughput_bins_and_thinning(fixture_run) -> None:
+    data = load_run(fixture_run[0])
+    width, series = throughput(data.sends, data.end_s)
+    assert width == 1
+    total = sum(v * width for s in series.values() for _, v in s)
+    assert round(total) == len(data.sends)
+    shown, n = thin(data.sends, limit=50)
+    assert n == 300 and len(shown) <= 50
+    assert sum(p.type != "ok" for p in shown) == 20  # every fail/info kept
+
+
+def test_axis_ticks_and_clamping() -> None:
+    assert nice_ticks(0, 30, 10) == [0, 5, 10, 15, 20, 25, 30]
+    assert log_ticks(0.5, 2000) == [1, 10, 100, 1000]
+    assert log_ticks(2, 60) == [2, 5, 10, 20, 50]
+    c = Chart("t", (0, 10), (0, 100))
+    assert c.sx(-5) == c.sx(0) and c.sx(50) == c.sx(10)
+    assert c.sy(0) > c.sy(100)  # SVG y grows downwards
+
+
+def test_results_examples_survive_json_round_trip(fixture_run) -> None:
+    # The report reads examples exactly as the checker writes them: lists of ints.
+    results = json.loads((fixture_run[0] / "results.json").read_text())
+    data = load_run(fixture_run[0])
+    wanted = {i for ex in results["anomalies"]["lost-write"]["examples"] for i in ex}
+    assert wanted <= set(data.excerpt)
