@@ -12,6 +12,7 @@ from .image import (
     PartitionRegistration,
     TopicImage,
 )
+from .loader import MetadataLoader
 from .records import (
     METADATA_PARTITION,
     METADATA_TOPIC,
@@ -40,6 +41,7 @@ __all__ = [
     "LocalReplicaChanges",
     "MetadataDelta",
     "MetadataImage",
+    "MetadataLoader",
     "MetadataRecord",
     "MetadataRecordError",
     "PartitionChange",
