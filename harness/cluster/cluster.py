@@ -1,0 +1,539 @@
+"""A cluster of containers: Toxiproxy, an optional controller and N brokers, on a fresh network.
+
+Contract:
+- Cluster(run_id, brokers=N, controller=False, images=None, store_dir=None, ...) is a context
+  manager; `with` (or up()/down()) creates a docker network and containers, all labelled
+  highwater.run=<run id> (+ highwater.role, highwater.node, highwater.owner), and always removes
+  them at the end: on exceptions, on Ctrl-C, on SIGTERM/SIGHUP (turned into KeyboardInterrupt),
+  and at interpreter exit. With store_dir, down() first copies every container's log and data
+  dir into <store_dir>/logs and <store_dir>/data.
+- Every connection crosses a Toxiproxy proxy (see topology.py): brokers advertise to clients the
+  127.0.0.1 port on which their client proxy is published, so `bootstrap` works from the host
+  and every client byte goes through a proxy. The Toxiproxy API is published on 127.0.0.1 too
+  (`toxiproxy_api`), and `net` is a harness.net.Net over it. Each broker's own port is
+  published as well (`direct_address(node)`): for benchmarks and debugging only.
+- Brokers reach peers and the controller only through their own proxies: they get
+  `--controller toxiproxy:<29000+id>` and `--peer <id>=toxiproxy:<20000+100*self+id>` when the
+  broker image supports those flags (probed with `broker --help`); until then they run alone.
+- Process faults act on containers by node name: kill (SIGKILL), stop (SIGTERM, then SIGKILL after
+  a timeout), start, restart, pause/resume (cgroup freezer). start/restart wait until the
+  process says it listens again (bounded).
+- Cluster.attach(run_id) rebuilds a handle on a running cluster from docker's labels (for
+  `highwater cluster status/down` from another process).
+Errors: ClusterError, with the node and what failed (and the container's last log lines).
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.cluster import lifecycle
+from harness.cluster.topology import (
+    BROKER_PORT,
+    CLIENT,
+    CONTROLLER,
+    CONTROLLER_PORT,
+    DATA_DIR,
+    LABEL_CREATED,
+    LABEL_NODE,
+    LABEL_OWNER,
+    LABEL_ROLE,
+    LABEL_RUN,
+    TOXIPROXY,
+    TOXIPROXY_API_PORT,
+    Topology,
+    broker_id,
+    broker_name,
+    check_run_id,
+)
+from harness.net import Net
+
+READY_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 10
+LOG_TAIL = 30
+LISTENING = "listening"
+DISKFS_MOUNT_WAIT_S = 20.0
+
+
+class ClusterError(RuntimeError):
+    """A container could not be created, started or reached; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    role: str
+    container: str
+    status: str
+    direct: str | None  # 127.0.0.1:<port> of the process's own port, if published
+
+
+def new_run_id(prefix: str = "hw") -> str:
+    return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def _docker() -> Any:
+    import docker
+
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except Exception as exc:  # docker raises several unrelated types for "no daemon"
+        raise ClusterError(f"cannot reach the Docker daemon ({exc}); is dockerd running?") from exc
+    return client
+
+
+class Cluster:
+    def __init__(
+        self,
+        run_id: str | None = None,
+        brokers: int = 3,
+        controller: bool = False,
+        images: Mapping[str, str] | None = None,
+        store_dir: Path | str | None = None,
+        broker_args: Sequence[str] = (),
+        disk_faults: bool = False,
+        detached: bool = False,
+        ready_timeout_s: float = READY_TIMEOUT_S,
+    ) -> None:
+        self.run_id = check_run_id(run_id or new_run_id())
+        self.topology = Topology(brokers, controller)
+        self._images = dict(images) if images else None
+        self.store_dir = Path(store_dir) if store_dir else None
+        self.broker_args = list(broker_args)
+        self.disk_faults = disk_faults
+        self.owner = lifecycle.DETACHED if detached else lifecycle.owner_label()
+        self.ready_timeout_s = ready_timeout_s
+        self._client: Any = None
+        self._guard: lifecycle.CleanupGuard | None = None
+        self._containers: dict[str, Any] = {}
+        self._api_port: int | None = None
+        self._client_ports: dict[str, int] = {}
+        self.broker_flags: set[str] = set()
+        self.net: Net | None = None
+        self._closed = False
+
+    # --- names ----------------------------------------------------------------------------------
+
+    @property
+    def network_name(self) -> str:
+        return f"hw-{self.run_id}"
+
+    def container_name(self, node: str) -> str:
+        return f"hw-{self.run_id}-{node}"
+
+    def _labels(self, role: str, node: str) -> dict[str, str]:
+        return {LABEL_RUN: self.run_id, LABEL_ROLE: role, LABEL_NODE: node,
+                LABEL_OWNER: self.owner, LABEL_CREATED: str(int(time.time()))}
+
+    # --- addresses ------------------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        """Comma-separated 127.0.0.1:<port> of every broker's client proxy."""
+        return ",".join(f"127.0.0.1:{self._client_ports[b]}" for b in self.topology.broker_names)
+
+    def client_address(self, node: str) -> str:
+        return f"127.0.0.1:{self._client_ports[node]}"
+
+    @property
+    def toxiproxy_api(self) -> str:
+        return f"127.0.0.1:{self._api_port}"
+
+    def direct_address(self, node: str) -> str | None:
+        """The node's own port as published on 127.0.0.1 (no proxy): benchmarks only."""
+        port = {CONTROLLER: CONTROLLER_PORT}.get(node, BROKER_PORT)
+        return self._published(self.container(node), port)
+
+    @staticmethod
+    def _published(container: Any, port: int) -> str | None:
+        container.reload()
+        bindings = (container.attrs["NetworkSettings"].get("Ports") or {}).get(f"{port}/tcp")
+        if not bindings:
+            return None
+        return f"127.0.0.1:{bindings[0]['HostPort']}"
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def __enter__(self) -> Cluster:
+        self.up()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+    def up(self) -> Cluster:
+        """Create network, Toxiproxy, proxies, controller and brokers; wait until they listen."""
+        self._guard = lifecycle.CleanupGuard(self._cleanup)
+        self._guard.__enter__()
+        try:
+            self._client = _docker()
+            images = self._images or _ensure_images()
+            self._images = images
+            self._client.networks.create(
+                self.network_name, driver="bridge", check_duplicate=True,
+                labels={LABEL_RUN: self.run_id, LABEL_OWNER: self.owner,
+                        LABEL_CREATED: str(int(time.time()))},
+            )
+            self.broker_flags = self._probe_broker_flags(images["broker"])
+            self._start_toxiproxy(images["toxiproxy"])
+            if self.topology.controller:
+                self._create_controller(images["broker"])
+            for i in self.topology.broker_ids:
+                self._create_broker(images["broker"], i)
+            for name in self._node_names():
+                self.start(name, wait=False)
+            for name in self._node_names():
+                self._wait_listening(name, 0)
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def down(self) -> None:
+        """Collect logs and data (with store_dir), then remove every container and the network."""
+        if self._guard is not None:
+            guard, self._guard = self._guard, None
+            guard.__exit__(None, None, None)
+        else:
+            self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        client = self._client or _docker()
+        try:
+            if self.store_dir is not None and self._containers:
+                try:
+                    self.collect_logs(self.store_dir / "logs")
+                    self.collect_data(self.store_dir / "data")
+                except Exception as exc:  # removal must happen even if collection fails
+                    print(f"highwater cluster: collecting logs/data failed: {exc}")
+        finally:
+            lifecycle.clean(client, only_run=self.run_id)
+
+    @property
+    def is_up(self) -> bool:
+        """Started and not yet removed."""
+        return bool(self._containers) and not self._closed
+
+    def detach(self) -> None:
+        """Leave the cluster running after this process ends (`highwater cluster up`); it is then
+        removed by `highwater cluster down` or `highwater clean --all`."""
+        if self.owner != lifecycle.DETACHED:
+            raise ClusterError("only a cluster made with detached=True can outlive its process")
+        if self._guard is not None:
+            guard, self._guard = self._guard, None
+            self._closed = True  # the guard's exit must not clean up
+            guard.__exit__(None, None, None)
+            self._closed = False
+
+    @classmethod
+    def attach(cls, run_id: str) -> Cluster:
+        """A handle on a running cluster, rebuilt from its containers' labels."""
+        client = _docker()
+        found = client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+        if not found:
+            raise ClusterError(f"no containers labelled {LABEL_RUN}={run_id}")
+        by_node = {c.labels.get(LABEL_NODE, ""): c for c in found}
+        brokers = sum(1 for c in found if c.labels.get(LABEL_ROLE) == "broker")
+        self = cls(run_id, brokers=max(brokers, 1), controller=CONTROLLER in by_node,
+                   images={})
+        self.owner = found[0].labels.get(LABEL_OWNER, "")
+        self._client = client
+        self._containers = by_node
+        if TOXIPROXY in by_node:
+            self._read_toxiproxy_ports(by_node[TOXIPROXY])
+        return self
+
+    def _node_names(self) -> list[str]:
+        return [*([CONTROLLER] if self.topology.controller else []), *self.topology.broker_names]
+
+    def container(self, node: str) -> Any:
+        if node not in self._containers:
+            raise ClusterError(
+                f"unknown node {node!r}; run {self.run_id} has {', '.join(self._containers)}"
+            )
+        return self._containers[node]
+
+    # --- creating containers --------------------------------------------------------------------
+
+    def _create(self, image: str, node: str, role: str, command: list[str],
+                ports: Mapping[str, Any], **extra: Any) -> Any:
+        import docker.errors
+
+        try:
+            container = self._client.containers.create(
+                image, command, name=self.container_name(node), hostname=node,
+                labels=self._labels(role, node), network=self.network_name,
+                networking_config={self.network_name: self._client.api.create_endpoint_config(
+                    aliases=[node])},
+                ports=dict(ports), detach=True, **extra,
+            )
+        except docker.errors.APIError as exc:
+            raise ClusterError(f"{node}: cannot create container from {image}: {exc}") from exc
+        self._containers[node] = container
+        return container
+
+    def _probe_broker_flags(self, image: str) -> set[str]:
+        """Which of the cluster wiring flags this broker image understands."""
+        name = self.container_name("probe")
+        try:
+            out = self._client.containers.run(
+                image, ["broker", "--help"], name=name, remove=True,
+                labels=self._labels("probe", "probe"), network=self.network_name,
+            ).decode(errors="replace")
+        except Exception as exc:
+            raise ClusterError(
+                f"broker image {image}: `highwater broker --help` failed: {exc}") from exc
+        return {flag for flag in ("--controller", "--peer", "--advertised-host",
+                                  "--advertised-port") if flag in out}
+
+    def _start_toxiproxy(self, image: str) -> None:
+        ports = {f"{TOXIPROXY_API_PORT}/tcp": ("127.0.0.1", None)}
+        for link in self.topology.client_links():
+            ports[f"{link.listen_port}/tcp"] = ("127.0.0.1", None)
+        container = self._create(image, TOXIPROXY, TOXIPROXY, [], ports)
+        self._start_container(TOXIPROXY, container)
+        self._wait_listening(TOXIPROXY, 0)
+        self._read_toxiproxy_ports(container)
+        assert self.net is not None
+        self._retry(self.net.version, f"Toxiproxy API at {self.toxiproxy_api}")
+        self.net.create_proxies()
+
+    def _read_toxiproxy_ports(self, container: Any) -> None:
+        api = self._published(container, TOXIPROXY_API_PORT)
+        if api is None:
+            raise ClusterError(f"{TOXIPROXY}: API port {TOXIPROXY_API_PORT} is not published")
+        self._api_port = int(api.rsplit(":", 1)[1])
+        for link in self.topology.client_links():
+            addr = self._published(container, link.listen_port)
+            if addr is None:
+                raise ClusterError(f"{TOXIPROXY}: proxy port {link.listen_port} not published")
+            self._client_ports[link.dst] = int(addr.rsplit(":", 1)[1])
+        self.net = Net("127.0.0.1", self._api_port, self.topology.link_map())
+
+    def _create_controller(self, image: str) -> None:
+        command = ["controller", "--port", str(CONTROLLER_PORT), "--host", "0.0.0.0",
+                   "--data-dir", DATA_DIR]
+        self._create(image, CONTROLLER, CONTROLLER, command,
+                     {f"{CONTROLLER_PORT}/tcp": ("127.0.0.1", None)})
+
+    def broker_command(self, i: int) -> list[str]:
+        name = broker_name(i)
+        command = ["broker", "--node-id", str(i), "--port", str(BROKER_PORT), "--host", "0.0.0.0",
+                   "--data-dir", DATA_DIR, "--advertised-host", "127.0.0.1",
+                   "--advertised-port", str(self._client_ports[name])]
+        if self.topology.controller and "--controller" in self.broker_flags:
+            command += ["--controller", self.topology.controller_address(i)]
+        if "--peer" in self.broker_flags:
+            for j in self.topology.broker_ids:
+                if j != i:
+                    command += ["--peer", f"{j}={self.topology.peer_address(i, j)}"]
+        return [*command, *self.broker_args]
+
+    def _create_broker(self, image: str, i: int) -> None:
+        extra: dict[str, Any] = {}
+        command = self.broker_command(i)
+        if self.disk_faults:
+            from harness.cluster import diskfs
+
+            command, extra = diskfs.wrap_broker(command)
+        self._create(image, broker_name(i), "broker", command,
+                     {f"{BROKER_PORT}/tcp": ("127.0.0.1", None)}, **extra)
+
+    # --- waiting --------------------------------------------------------------------------------
+
+    def _retry(self, fn: Any, what: str, timeout_s: float | None = None) -> Any:
+        from tenacity import Retrying, stop_after_delay, wait_fixed
+
+        try:
+            for attempt in Retrying(stop=stop_after_delay(timeout_s or self.ready_timeout_s),
+                                    wait=wait_fixed(0.2), reraise=True):
+                with attempt:
+                    return fn()
+        except Exception as exc:
+            raise ClusterError(f"{what} not reachable: {exc}") from exc
+        return None
+
+    def logs(self, node: str, tail: int | str = "all") -> str:
+        return self.container(node).logs(stdout=True, stderr=True, tail=tail).decode(
+            errors="replace")
+
+    def _listening_count(self, node: str) -> int:
+        return self.logs(node).count(LISTENING)
+
+    def _wait_listening(self, node: str, seen_before: int) -> None:
+        """Wait until the node's log says it listens more often than seen_before times."""
+        container = self.container(node)
+        deadline = time.monotonic() + self.ready_timeout_s
+        while True:
+            if self._listening_count(node) > seen_before:
+                return
+            container.reload()
+            if container.status in ("exited", "dead"):
+                raise ClusterError(
+                    f"{node} exited (code {container.attrs['State'].get('ExitCode')}) before "
+                    f"listening; last log lines:\n{self.logs(node, tail=LOG_TAIL)}"
+                )
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"{node} did not say it listens within {self.ready_timeout_s:.0f}s; "
+                    f"last log lines:\n{self.logs(node, tail=LOG_TAIL)}"
+                )
+            time.sleep(0.1)
+
+    # --- process faults -------------------------------------------------------------------------
+
+    def _start_container(self, node: str, container: Any) -> None:
+        import docker.errors
+
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            raise ClusterError(f"{node}: cannot start container: {exc}") from exc
+
+    def start(self, node: str, wait: bool = True) -> None:
+        """Start a stopped or killed node; with wait, until it says it listens again."""
+        container = self.container(node)
+        before = self._listening_count(node)
+        self._start_container(node, container)
+        if wait:
+            self._wait_listening(node, before)
+
+    def kill(self, node: str, lose_unsynced: bool = True) -> None:
+        """SIGKILL. With the disk-fault layer, writes not yet fsynced are lost unless
+        lose_unsynced=False (then they are written out first, as a kernel would on a crash
+        of the process alone); without it, the container's filesystem keeps them anyway."""
+        if self.disk_faults and node.startswith("broker-") and not lose_unsynced:
+            from harness.cluster import diskfs
+
+            diskfs.control(self.container(node), "flush")
+        self.container(node).kill(signal="SIGKILL")
+        self.container(node).wait(timeout=STOP_TIMEOUT_S + 30)
+
+    def stop(self, node: str, timeout_s: int = STOP_TIMEOUT_S) -> None:
+        """SIGTERM, then SIGKILL after timeout_s (docker stop)."""
+        self.container(node).stop(timeout=timeout_s)
+
+    def restart(self, node: str, signal: str = "TERM", lose_unsynced: bool = True) -> None:
+        if signal == "KILL":
+            self.kill(node, lose_unsynced=lose_unsynced)
+        else:
+            self.stop(node)
+        self.start(node)
+
+    def pause(self, node: str) -> None:
+        """Freeze every process of the node (cgroup freezer): sockets stay open, nothing runs."""
+        self.container(node).pause()
+
+    def resume(self, node: str) -> None:
+        self.container(node).unpause()
+
+    def status(self, node: str) -> str:
+        container = self.container(node)
+        container.reload()
+        return str(container.status)
+
+    def nodes(self) -> list[NodeInfo]:
+        out = []
+        for name, container in sorted(self._containers.items()):
+            role = container.labels.get(LABEL_ROLE, "")
+            port = {CONTROLLER: CONTROLLER_PORT, TOXIPROXY: TOXIPROXY_API_PORT}.get(
+                name, BROKER_PORT)
+            direct = self._published(container, port)
+            out.append(NodeInfo(name, role, container.name, container.status, direct))
+        return out
+
+    # --- collection -----------------------------------------------------------------------------
+
+    def collect_logs(self, dest: Path | str, nodes: Iterable[str] | None = None) -> list[Path]:
+        """Write each container's stdout+stderr (with timestamps) to dest/<node>.log."""
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        written = []
+        for node in nodes or list(self._containers):
+            text = self.container(node).logs(stdout=True, stderr=True, timestamps=True)
+            path = dest / f"{node}.log"
+            path.write_bytes(text)
+            written.append(path)
+        return written
+
+    def collect_data(self, dest: Path | str, nodes: Iterable[str] | None = None) -> list[Path]:
+        """Copy each broker's and the controller's data dir to dest/<node>/ (docker get_archive;
+        works on stopped containers too). With the disk-fault layer this is what reached the
+        backing store, i.e. what survives a crash."""
+        import docker.errors
+
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        copied = []
+        default = [n for n in self._containers if n not in (TOXIPROXY, CLIENT)]
+        for node in nodes or default:
+            container = self.container(node)
+            source = self._data_source(node)
+            try:
+                stream, _stat = container.get_archive(source)
+            except docker.errors.NotFound:
+                continue  # the process never wrote its data dir
+            buf = io.BytesIO(b"".join(stream))
+            target = dest / node
+            target.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(fileobj=buf) as tar:
+                tar.extractall(target, filter="data")
+            copied.append(target)
+        return copied
+
+    def _data_source(self, node: str) -> str:
+        if self.disk_faults and node.startswith("broker-"):
+            from harness.cluster import diskfs
+
+            return diskfs.BACKING_DIR
+        return DATA_DIR
+
+    # --- disk faults ----------------------------------------------------------------------------
+
+    def disk_stall(self, node: str, seconds: float, ops: str = "all") -> None:
+        """Make the node's writes and/or fsyncs block for `seconds` (needs disk_faults=True)."""
+        self._need_disk(node)
+        from harness.cluster import diskfs
+
+        diskfs.control(self.container(node), "stall", ops, str(seconds))
+
+    def disk_unstall(self, node: str) -> None:
+        self._need_disk(node)
+        from harness.cluster import diskfs
+
+        diskfs.control(self.container(node), "unstall")
+
+    def disk_status(self, node: str) -> dict[str, Any]:
+        self._need_disk(node)
+        from harness.cluster import diskfs
+
+        return diskfs.status(self.container(node))
+
+    def _need_disk(self, node: str) -> None:
+        broker_id(node)
+        if not self.disk_faults:
+            raise ClusterError(
+                f"disk faults on {node}: the cluster was started without disk_faults=True "
+                "(the FUSE layer under the data dir)"
+            )
+
+
+def _ensure_images() -> dict[str, str]:
+    """Build the images if missing or stale (harness.images); seconds when nothing changed."""
+    from harness.images import ImageError, ensure_images
+
+    try:
+        return ensure_images()
+    except ImageError as exc:
+        raise ClusterError(f"images: {exc}") from exc
