@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("harness.report.cli", "regenerate a run's report.html"),
     "images": ("harness.images", "build the container images (no registry needed)"),
     "controller": ("broker_app.controller.main", "run the cluster controller (metadata log)"),
+    "cluster": ("harness.cluster.cli", "start/inspect/remove a cluster by hand: up, status, down"),
+    "clean": ("harness.cluster.clean", "remove containers and networks of dead runs"),
 }
 
 
