@@ -167,3 +167,56 @@ def test_consumer_poll_records_and_drain_of_empty_partition(broker, tmp_path: Pa
         assert got == [{"topic": TOPIC, "partition": 0, "offset": i, "value": i} for i in range(3)]
         result = drain(broker.bootstrap, history, PARTS, ids, timeout_s=30, idle_s=0.3)
     assert result.drained == {f"{TOPIC}-0": 3, f"{TOPIC}-1": 0}
+
+
+def test_broker_crash_replaces_clients_and_report_renders(broker, tmp_path: Path) -> None:
+    """SIGKILL the broker mid-run and restart it: sends in flight end `info`, their clients are
+    replaced by new process numbers, the history stays well-formed, and the run's report has
+    its plots and the kill window."""
+    import signal
+    import threading
+
+    from harness.report import write_report
+
+    create_topic(broker.bootstrap, TOPIC, partitions=2)
+    run = Store(tmp_path / "store").create_run("crash", {"name": "crash"})
+    ids = ProcessIds()
+    history = run.history_writer()
+    try:
+        jobs = [ProducerJob(slot=i, acks="1", rate=30, partitions=tuple(PARTS), duration_s=7,
+                            timeout_ms=1500) for i in range(2)]
+        wl = Workload(broker.bootstrap, history, jobs, ConsumerSpec(count=1), PARTS,
+                      new_process=ids)
+        wl.start()
+        try:
+            assert not wl.stop_event.wait(1.5)
+            history.nemesis("kill", "start", {"node": 1})
+            broker.signal(signal.SIGKILL)
+            threading.Event().wait(2.0)
+            broker.start()
+            history.nemesis("kill", "stop", {"node": 1})
+            assert wl.wait_producers(timeout_s=60), "producers did not finish"
+        finally:
+            assert wl.stop(timeout_s=30), "threads did not stop"
+        assert wl.errors == []
+        result = drain(broker.bootstrap, history, PARTS, ids, timeout_s=60, idle_s=0.5)
+    finally:
+        history.close()
+    assert result.complete, result.failed
+    assert validate_history(run.history_path) == []
+    ops = _ops(run.history_path)
+    _assert_paired(ops)
+    done = [o for o in ops if o["f"] == "send" and o["type"] != "invoke"]
+    assert any(o["type"] in ("info", "fail") for o in done), "the kill went unnoticed"
+    healed = next(o["index"] for o in ops if o["process"] == "nemesis" and o["phase"] == "stop")
+    assert any(o["type"] == "ok" and o["index"] > healed for o in done), "no recovery"
+    send_processes = {o["process"] for o in done}
+    assert len(send_processes) > 2, "no producer was replaced after an info"
+    for o in done:
+        if o["type"] == "info":  # an info'd process never sends again
+            later = [x for x in ops if x["process"] == o["process"] and x["index"] > o["index"]]
+            assert later == []
+
+    html = write_report(run.path).read_text()
+    assert html.count("<svg") == 2  # latency and throughput (no states.jsonl here)
+    assert 'class="fault"' in html and "kill node=1" in html
