@@ -61,7 +61,8 @@ class FileMetadataLog:
     def __init__(self, data_dir: Path) -> None:
         self.dir = Path(data_dir) / f"{METADATA_TOPIC}-{METADATA_PARTITION}"
         # Recover from offset 0 every time: the metadata log is small, and a torn tail must go.
-        self.log = Log.open(self.dir, LogConfig(flush_every_batch=True), recovery_point=0)
+        config = LogConfig(max_batch_bytes=8 * 1024 * 1024, flush_every_batch=True)
+        self.log = Log.open(self.dir, config, recovery_point=0)
         self.epoch = (self.log.latest_epoch or 0) + 1
 
     @property

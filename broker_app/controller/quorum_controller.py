@@ -77,6 +77,9 @@ from .placement import place_replicas
 log = logging.getLogger(__name__)
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
+# One CreateTopics must not freeze the controller or outgrow one metadata batch (~160 bytes of
+# JSON per partition): a topic gets at most this many partitions per request.
+MAX_PARTITIONS_PER_TOPIC = 10_000
 
 
 class _Pending:
@@ -343,9 +346,10 @@ class QuorumController:
         rf = t.replication_factor
         if rf == -1:
             rf = self.config.default_replication_factor
-        if n < 1:
+        if not 1 <= n <= MAX_PARTITIONS_PER_TOPIC:
             raise ControllerError(
-                Errors.INVALID_PARTITIONS, f"num_partitions must be >= 1, got {n}"
+                Errors.INVALID_PARTITIONS,
+                f"num_partitions must be 1..{MAX_PARTITIONS_PER_TOPIC}, got {n}",
             )
         if rf < 1:
             raise ControllerError(
@@ -369,6 +373,11 @@ class QuorumController:
             raise ControllerError(
                 Errors.INVALID_REQUEST,
                 "both replica assignments and num_partitions/replication_factor were given",
+            )
+        if len(t.assignments) > MAX_PARTITIONS_PER_TOPIC:
+            raise ControllerError(
+                Errors.INVALID_PARTITIONS,
+                f"{len(t.assignments)} partitions exceed {MAX_PARTITIONS_PER_TOPIC}",
             )
         indexes = sorted(t.assignments)
         if indexes != list(range(len(indexes))):

@@ -170,12 +170,13 @@ def test_create_topics_validation(cluster):
     bad = {
         "rf": cluster.create("x", 1, 4),
         "parts": cluster.create("y", 0, 1),
+        "huge": cluster.create("h", 2**31 - 1, 1),
         "name": cluster.create("bad name", 1, 1),
         "cfg": cluster.create("z", 1, 1, **{"no.such.config": "1"}),
         "unclean": cluster.create("w", 1, 1, **{"unclean.leader.election.enable": "maybe"}),
     }
     assert bad["rf"].error == Errors.INVALID_REPLICATION_FACTOR and "only 3" in bad["rf"].message
-    assert bad["parts"].error == Errors.INVALID_PARTITIONS
+    assert bad["parts"].error == Errors.INVALID_PARTITIONS == bad["huge"].error
     assert bad["name"].error == Errors.INVALID_TOPIC_EXCEPTION
     assert bad["cfg"].error == Errors.INVALID_CONFIG
     assert bad["unclean"].error == Errors.INVALID_CONFIG
@@ -376,6 +377,17 @@ def test_reassignment_adds_waits_for_isr_then_removes(make_cluster):
 
 
 # --- durability --------------------------------------------------------------------------------
+
+
+def test_largest_topic_fits_one_metadata_batch(tmp_path, make_cluster):
+    from broker_app.controller.quorum_controller import MAX_PARTITIONS_PER_TOPIC
+
+    log = FileMetadataLog(tmp_path)
+    c = make_cluster(log=log)
+    c.start_brokers(1, 2, 3)
+    assert c.create("wide", MAX_PARTITIONS_PER_TOPIC, 3).error == Errors.NONE
+    assert len(c.image.topics["wide"].partitions) == MAX_PARTITIONS_PER_TOPIC
+    log.close()
 
 
 def test_restart_replays_the_log_to_the_same_image(tmp_path, make_cluster):
