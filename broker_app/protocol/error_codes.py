@@ -1,4 +1,8 @@
-"""Kafka error codes used by this broker, with Kafka's names (see kafka.common.protocol.Errors)."""
+"""Kafka error codes used by this broker, with Kafka's names (see kafka.common.protocol.Errors).
+
+The single source of error numbers for the broker: broker_app.replication.errors re-exports
+this enum, so the replication core and the request handlers cannot disagree on a value.
+"""
 
 from __future__ import annotations
 
@@ -28,14 +32,20 @@ class Errors(IntEnum):
     INVALID_REPLICATION_FACTOR = 38
     INVALID_REPLICA_ASSIGNMENT = 39
     INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45
     DUPLICATE_SEQUENCE_NUMBER = 46
     INVALID_PRODUCER_EPOCH = 47
     UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+    OPERATION_NOT_ATTEMPTED = 55
+    KAFKA_STORAGE_ERROR = 56
     UNKNOWN_SERVER_ERROR = -1
     FENCED_LEADER_EPOCH = 74
-    UNKNOWN_LEADER_EPOCH = 76
+    UNKNOWN_LEADER_EPOCH = 75  # (76 is UNSUPPORTED_COMPRESSION_TYPE)
+    STALE_BROKER_EPOCH = 77
     INVALID_RECORD = 87
+    INVALID_UPDATE_VERSION = 95
     UNKNOWN_TOPIC_ID = 100
+    INELIGIBLE_REPLICA = 107

@@ -1,30 +1,15 @@
 """Replication error codes and exceptions.
 
-Contract: `Errors` holds Kafka's protocol numbering for the codes the replication core produces;
+Contract: `Errors` is broker_app.protocol.error_codes.Errors (one numbering for the broker);
 each exception carries `kafka_error_code` like the storage errors do, so the network edge maps
 any of them to a response code without a table.
 """
 
 from __future__ import annotations
 
-from enum import IntEnum
+from broker_app.protocol.error_codes import Errors
 
-
-class Errors(IntEnum):
-    UNKNOWN_SERVER_ERROR = -1
-    NONE = 0
-    OFFSET_OUT_OF_RANGE = 1
-    UNKNOWN_TOPIC_OR_PARTITION = 3
-    NOT_LEADER_OR_FOLLOWER = 6
-    REQUEST_TIMED_OUT = 7
-    NOT_ENOUGH_REPLICAS = 19
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-    OPERATION_NOT_ATTEMPTED = 55
-    FENCED_LEADER_EPOCH = 74
-    UNKNOWN_LEADER_EPOCH = 75
-    STALE_BROKER_EPOCH = 77
-    INVALID_UPDATE_VERSION = 95
-    INELIGIBLE_REPLICA = 107
+__all__ = ["Errors"]  # re-exported: protocol/error_codes.py is the single source
 
 
 class ReplicationError(Exception):
