@@ -236,7 +236,8 @@ class ConsumerClient:
     """One consumer process: each `poll()` is one recorded poll op.
 
     mode "assign" reads `partitions` from their beginning (group.id is set, offsets are never
-    committed); mode "subscribe" joins `group_id` on the partitions' topics.
+    committed); mode "subscribe" joins `group_id` on the partitions' topics — it needs a broker
+    with a group coordinator (JoinGroup/SyncGroup), which broker_app does not have yet.
     """
 
     def __init__(

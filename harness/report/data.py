@@ -27,7 +27,7 @@ NS = 1e9
 EXCERPT_CONTEXT = 4  # history lines shown either side of an example index
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per send: 10^6 of them must stay small
 class OpPoint:
     time_s: float  # invoke time
     latency_ms: float

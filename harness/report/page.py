@@ -254,7 +254,8 @@ def _plan(data: RunData) -> str:
     if data.meta:
         meta = ('<h3>run.json</h3><pre class="plan">'
                 + _e(json.dumps(data.meta, indent=1, sort_keys=True)) + "</pre>")
-    return (f'<h2 id="plan">Plan as run</h2><p>seed: <code>{_e(data.seed)}</code></p>'
+    seed = "none" if data.seed is None else _e(data.seed)
+    return (f'<h2 id="plan">Plan as run</h2><p>seed: <code>{seed}</code></p>'
             f'<details open><summary>plan.yaml</summary><pre class="plan">{_e(text)}</pre>'
             f"</details>{meta}")
 

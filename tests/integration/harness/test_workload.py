@@ -220,3 +220,46 @@ def test_broker_crash_replaces_clients_and_report_renders(broker, tmp_path: Path
     html = write_report(run.path).read_text()
     assert html.count("<svg") == 2  # latency and throughput (no states.jsonl here)
     assert 'class="fault"' in html and "kill node=1" in html
+
+
+def test_smoke_plan_on_one_broker_end_to_end(broker, tmp_path: Path) -> None:
+    """chaos_plans/smoke.yaml shrunk to one broker: store, workload from the plan, drain,
+    checker (expectations from the stored plan.yaml) and report, as `highwater run` chains them."""
+    from harness.checker.check import check_runs
+    from harness.generator import workload_from_plan
+    from harness.plan.loader import load_plan
+    from harness.plan.serialize import plan_to_data
+    from harness.report import write_report
+
+    repo = Path(__file__).resolve().parents[3]
+    plan = load_plan(repo / "chaos_plans" / "smoke.yaml", {
+        "cluster.brokers": "1", "cluster.topics.0.replication_factor": "1",
+        "cluster.topics.0.min_insync_replicas": "1", "workload.producers.values": "40",
+    })
+    create_topic(broker.bootstrap, "t", partitions=2)
+    store = Store(tmp_path / "store")
+    run = store.create_run(plan.name, plan_to_data(plan))
+    run.write_meta(seed=1234)
+    ids = ProcessIds()
+    history = run.history_writer()
+    try:
+        wl = workload_from_plan(plan, broker.bootstrap, history, new_process=ids)
+        wl.start()
+        try:
+            assert wl.wait_producers(timeout_s=60)
+        finally:
+            assert wl.stop(timeout_s=30)
+        parts = [("t", 0), ("t", 1)]
+        result = drain(broker.bootstrap, history, parts, ids, timeout_s=plan.drain.timeout_s,
+                       idle_s=0.5)
+    finally:
+        history.close()
+    assert result.complete, result.failed
+    assert wl.stats["send:ok"] == 80  # 2 producers x 40 values, acks=all
+    [res] = check_runs([store.latest().path])
+    assert res.error is None, res.error
+    assert res.results["verdict"] == "as-expected", res.results
+    assert res.results["expected"]["lost-write"] == "== 0"
+    html = write_report(run.path).read_text()
+    assert "as-expected" in html and '<code id="seed">1234</code>' in html
+

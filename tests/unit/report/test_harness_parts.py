@@ -163,3 +163,15 @@ def test_value_encoding() -> None:
     assert decode_value(encode_value(-42)) == -42
     assert decode_value(b"x1") is None and decode_value(None) is None
     assert decode_value(b"\xff") is None
+
+
+def test_client_arguments_are_checked_before_any_connection(tmp_path: Path) -> None:
+    from harness.checker.history import HistoryWriter
+    from harness.client import ConsumerClient, ProducerClient
+
+    with HistoryWriter(tmp_path / "h.jsonl") as h:
+        with pytest.raises(ValueError, match="acks must be '0', '1' or 'all', got '2'"):
+            ProducerClient(0, "127.0.0.1:1", h, acks="2")
+        with pytest.raises(ValueError, match="consumer mode must be 'assign' or 'subscribe'"):
+            ConsumerClient(0, "127.0.0.1:1", h, [("t", 0)], mode="both")
+    assert (tmp_path / "h.jsonl").read_text() == ""  # nothing recorded for a client never made
