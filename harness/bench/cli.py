@@ -9,6 +9,7 @@ import importlib
 TARGETS: dict[str, tuple[str, str]] = {
     "broker": ("harness.bench.broker", "producer throughput/latency: real broker vs null broker"),
     "checker": ("harness.bench.checker", "checker throughput and memory on synthetic histories"),
+    "proxy": ("harness.bench.proxy", "cluster cold start; produce through Toxiproxy vs direct"),
 }
 
 
