@@ -16,12 +16,15 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Debian tools the images and tests need (debootstrap builds the base image
-# without any registry). Installed only when missing; needs root or sudo.
+# Debian tools the images and tests need: debootstrap builds the base image
+# without any registry; Installed only when missing; needs root or sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# chromium renders the HTML report in the report's browser test.
+SYSDEPS := debootstrap chromium
 sysdeps:
-	@command -v debootstrap >/dev/null || { $(SUDO) apt-get update -q && \
-		$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap; }
+	@missing=""; for c in $(SYSDEPS); do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
+	if [ -n "$$missing" ]; then $(SUDO) apt-get update -q && \
+		$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
 
 ## container images, built locally (no registry); a no-op when up to date
 images: venv sysdeps
