@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # Debian tools the images and tests need: debootstrap builds the base image
-# without any registry; Installed only when missing; needs root or sudo.
+# without any registry. Installed only when missing; needs root or sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # chromium renders the HTML report in the report's browser test.
 SYSDEPS := debootstrap chromium
