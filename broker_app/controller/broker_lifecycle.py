@@ -1,0 +1,150 @@
+"""BrokerLifecycle: the broker side of registration and heartbeats (KIP-631), sans-I/O.
+
+The broker's I/O loop asks `next_request(now_ms, metadata_offset)` for the request to send to
+the controller (a kio BrokerRegistrationRequest v4 or BrokerHeartbeatRequest v1, or None when
+nothing is due or a request is in flight), sends it, and feeds the answer to
+`on_response(response, now_ms)` or a connection failure to `on_failure(now_ms)`.
+
+States (Kafka's BrokerState): STARTING (not registered) -> RECOVERY (registered, fenced, waiting
+to catch up on metadata) -> RUNNING (unfenced) -> PENDING_CONTROLLED_SHUTDOWN ->
+SHUTTING_DOWN. A fenced heartbeat answer moves RUNNING back to RECOVERY (the controller fenced
+us, e.g. after a partition from it). STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED means the
+registration is gone: register again (same incarnation id; the controller hands out a new epoch
+only to a new incarnation, so a retried registration is idempotent). Heartbeats go every
+heartbeat_interval_ms (broker.heartbeat.interval.ms); while fenced every retry_backoff_ms, so
+unfencing does not wait a whole interval; failures retry after retry_backoff_ms.
+"""
+
+from __future__ import annotations
+
+import uuid
+from enum import Enum
+from typing import Any
+
+from broker_app.protocol.codec import request_class
+from broker_app.protocol.entities import build
+
+from .errors import Errors
+
+REGISTRATION_VERSION = 4
+HEARTBEAT_VERSION = 1
+
+
+class BrokerState(Enum):
+    STARTING = "STARTING"
+    RECOVERY = "RECOVERY"
+    RUNNING = "RUNNING"
+    PENDING_CONTROLLED_SHUTDOWN = "PENDING_CONTROLLED_SHUTDOWN"
+    SHUTTING_DOWN = "SHUTTING_DOWN"
+
+
+class BrokerLifecycle:
+    def __init__(
+        self,
+        broker_id: int,
+        host: str,
+        port: int,
+        *,
+        cluster_id: str = "highwater-cluster",
+        rack: str | None = None,
+        incarnation_id: uuid.UUID | None = None,
+        heartbeat_interval_ms: int = 2000,
+        retry_backoff_ms: int = 250,
+    ) -> None:
+        self.broker_id = broker_id
+        self.host = host
+        self.port = port
+        self.cluster_id = cluster_id
+        self.rack = rack
+        self.incarnation_id = incarnation_id or uuid.uuid4()
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.state = BrokerState.STARTING
+        self.broker_epoch = -1
+        self.last_error: str | None = None
+        self._next_send_ms = 0
+        self._in_flight: str | None = None
+
+    @property
+    def is_fenced(self) -> bool:
+        return self.state is not BrokerState.RUNNING
+
+    def begin_controlled_shutdown(self) -> None:
+        if self.state is not BrokerState.SHUTTING_DOWN:
+            self.state = BrokerState.PENDING_CONTROLLED_SHUTDOWN
+            self._next_send_ms = 0
+
+    def next_request(self, now_ms: int, metadata_offset: int) -> Any | None:
+        if self._in_flight or now_ms < self._next_send_ms:
+            return None
+        if self.state is BrokerState.SHUTTING_DOWN:
+            return None
+        if self.broker_epoch < 0:
+            self._in_flight = "register"
+            return build(
+                request_class(62, REGISTRATION_VERSION),
+                {
+                    "broker_id": self.broker_id,
+                    "cluster_id": self.cluster_id,
+                    "incarnation_id": self.incarnation_id,
+                    "listeners": [
+                        {
+                            "name": "PLAINTEXT",
+                            "host": self.host,
+                            "port": self.port,
+                            "security_protocol": 0,
+                        }
+                    ],  # fmt: skip
+                    "features": [],
+                    "rack": self.rack,
+                },
+            )
+        self._in_flight = "heartbeat"
+        return build(
+            request_class(63, HEARTBEAT_VERSION),
+            {
+                "broker_id": self.broker_id,
+                "broker_epoch": self.broker_epoch,
+                "current_metadata_offset": metadata_offset,
+                "want_fence": False,
+                "want_shut_down": self.state is BrokerState.PENDING_CONTROLLED_SHUTDOWN,
+            },
+        )
+
+    def on_failure(self, now_ms: int, reason: str = "request failed") -> None:
+        self._in_flight = None
+        self.last_error = reason
+        self._next_send_ms = now_ms + self.retry_backoff_ms
+
+    def on_response(self, response: Any, now_ms: int) -> None:
+        kind, self._in_flight = self._in_flight, None
+        error = Errors(int(response.error_code))
+        if kind == "register":
+            if error != Errors.NONE:
+                self.on_failure(now_ms, f"registration failed: {error.name}")
+                return
+            self.broker_epoch = int(response.broker_epoch)
+            self.state = BrokerState.RECOVERY
+            self._next_send_ms = now_ms  # first heartbeat right away
+            return
+        if kind != "heartbeat":
+            raise RuntimeError("response without a request in flight")
+        if error in (Errors.STALE_BROKER_EPOCH, Errors.BROKER_ID_NOT_REGISTERED):
+            self.broker_epoch = -1
+            self.state = BrokerState.STARTING
+            self.on_failure(now_ms, f"heartbeat: {error.name}; registering again")
+            self._next_send_ms = now_ms
+            return
+        if error != Errors.NONE:
+            self.on_failure(now_ms, f"heartbeat failed: {error.name}")
+            return
+        self.last_error = None
+        if self.state is BrokerState.PENDING_CONTROLLED_SHUTDOWN:
+            if response.should_shut_down:
+                self.state = BrokerState.SHUTTING_DOWN
+        else:
+            self.state = BrokerState.RECOVERY if response.is_fenced else BrokerState.RUNNING
+        fast = self.state is not BrokerState.RUNNING
+        self._next_send_ms = now_ms + (
+            self.retry_backoff_ms if fast else self.heartbeat_interval_ms
+        )
