@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker_app.protocol.framing import DEFAULT_MAX_FRAME_BYTES
+from broker_app.replication.behaviour import ReplicationBehaviour
+
+FLUSH_POLICIES = ("every-batch", "interval", "never")
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,34 @@ class BrokerConfig:
     # Upper bound on a fetch's max_wait, so a bad client value cannot park a connection forever.
     fetch_max_wait_ms_cap: int = 30_000
     extra: dict[str, str] = field(default_factory=dict)
+    # --- cluster mode (all unused without `controller`) ---
+    controller: tuple[str, int] | None = None  # where the KRaft-style controller listens
+    # Where THIS broker connects for replica fetches to broker id N (e.g. a Toxiproxy proxy);
+    # a peer not listed is reached at its registered (advertised) address.
+    peer_addresses: dict[int, tuple[str, int]] = field(default_factory=dict)
+    behaviour: ReplicationBehaviour = field(default_factory=ReplicationBehaviour)
+    replica_lag_time_max_ms: int = 30_000  # replica.lag.time.max.ms
+    # log.flush policy: fsync every batch (L3's fix), on a timer, or never (page cache only).
+    flush: str = "never"
+    flush_interval_ms: int = 1000  # log.flush.interval.ms when flush == "interval"
+    heartbeat_interval_ms: int = 500  # broker.heartbeat.interval.ms
+    replica_fetch_wait_max_ms: int = 500  # replica.fetch.wait.max.ms
+    replica_fetch_max_bytes: int = 1024 * 1024  # replica.fetch.max.bytes
+    replica_fetch_backoff_ms: int = 200  # replica.fetch.backoff.ms (doubles up to 10x on errors)
+    request_timeout_ms: int = 30_000  # upper bound on any request to a peer or the controller
+    admin_port: int | None = None  # HTTP GET /state; None = no admin endpoint
+
+    def __post_init__(self) -> None:
+        if self.flush not in FLUSH_POLICIES:
+            raise ValueError(f"flush={self.flush!r} is not one of {', '.join(FLUSH_POLICIES)}")
+        if self.replica_lag_time_max_ms <= 0:
+            raise ValueError(
+                f"replica_lag_time_max_ms must be > 0, got {self.replica_lag_time_max_ms}"
+            )
+
+    @property
+    def clustered(self) -> bool:
+        return self.controller is not None
 
     @property
     def advertised(self) -> tuple[str, int]:

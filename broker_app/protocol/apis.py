@@ -24,6 +24,8 @@ class ApiKey(IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ELECT_LEADERS = 43
 
 
 class VersionRange(NamedTuple):
@@ -45,6 +47,8 @@ SUPPORTED_APIS: dict[int, VersionRange] = {
     ApiKey.API_VERSIONS: VersionRange(0, 3),
     ApiKey.CREATE_TOPICS: VersionRange(2, 7),
     ApiKey.INIT_PRODUCER_ID: VersionRange(0, 4),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4),
+    ApiKey.ELECT_LEADERS: VersionRange(0, 2),  # forwarded to the controller
 }
 
 

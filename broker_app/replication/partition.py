@@ -365,7 +365,8 @@ class Partition:
                 f"(leader {self.leader_id}, epoch {self.leader_epoch})"
             )
         isr = self._isr_for_min_isr()
-        wanted = self.effective_min_isr(min_isr)
+        # Not capped at the replication factor: Kafka refuses acks=all when RF < min.insync.
+        wanted = self.min_insync_replicas if min_isr is None else min_isr
         if acks == ACKS_ALL and len(isr) < wanted:
             raise NotEnoughReplicasError(
                 f"{self.name}: ISR {sorted(isr)} has {len(isr)} members, fewer than "

@@ -6,7 +6,15 @@
   - a DelayedFetch, which the network edge parks until new data arrives (ReplicaManager's
     append listeners) or its max_wait expires, then calls `complete(force)` again;
   - CloseConnection(reason), when the only correct reaction is to drop the client
-    (e.g. a failed acks=0 produce, which the client can notice only that way).
+    (e.g. a failed acks=0 produce, which the client can notice only that way);
+  - a Deferred (an acks=all produce parked in the DelayedProduce purgatory): the edge waits for
+    `resolve(response)`;
+  - a coroutine (cluster mode: CreateTopics / ElectLeaders forwarded to the controller), which the
+    edge awaits for the response.
+Cluster mode (`cluster` given, see server/cluster_link.py): Metadata comes from the controller's
+committed MetadataImage (leader, replicas, ISR, the brokers' registered addresses), topics are
+created by the controller, and this broker names itself controller_id so admin clients send it
+CreateTopics/ElectLeaders, which it forwards.
 Handlers build responses as plain dicts valid for every advertised version and protocol.entities
 turns them into the requested version's classes. Unknown api keys/versions never reach here
 (codec raises UnsupportedRequest; the network edge closes the connection).
@@ -29,6 +37,7 @@ from broker_app.protocol.codec import Request, response_class
 from broker_app.protocol.entities import build
 from broker_app.protocol.error_codes import Errors
 from broker_app.replication.replica_manager import (
+    ACKS_ALL,
     ACKS_NONE,
     FetchRequestPartition,
     ReplicaManager,
@@ -55,6 +64,29 @@ class CloseConnection:
     reason: str
 
 
+class Deferred:
+    """A response that becomes available later (resolve() is called exactly once)."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.value: Any = None
+        self._callbacks: list[Callable[[Any], None]] = []
+
+    def resolve(self, value: Any) -> None:
+        if self.done:
+            return
+        self.done, self.value = True, value
+        for cb in self._callbacks:
+            cb(value)
+        self._callbacks.clear()
+
+    def add_callback(self, cb: Callable[[Any], None]) -> None:
+        if self.done:
+            cb(self.value)
+        else:
+            self._callbacks.append(cb)
+
+
 @dataclass
 class DelayedFetch:
     """A fetch waiting for min_bytes of data or max_wait_ms, whichever comes first."""
@@ -79,7 +111,9 @@ class KafkaApis:
         topics: TopicStore,
         groups: GroupCoordinator,
         producer_ids: ProducerIdManager,
+        cluster: Any = None,
     ) -> None:
+        self.cluster = cluster  # server.cluster_link.ClusterLink in cluster mode, else None
         self.config = config
         self.replica_manager = replica_manager
         self.topics = topics
@@ -96,9 +130,12 @@ class KafkaApis:
             ApiKey.OFFSET_COMMIT: self.handle_offset_commit,
             ApiKey.OFFSET_FETCH: self.handle_offset_fetch,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
+            ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
         }
-        for info in list(self.topics.topics.values()):
-            self._host_topic(info)
+        if cluster is None:
+            for info in list(self.topics.topics.values()):
+                self._host_topic(info)
 
     # -- dispatch ---------------------------------------------------------------------
 
@@ -111,7 +148,7 @@ class KafkaApis:
     def _host_topic(self, info: TopicInfo) -> None:
         min_isr = info.min_insync_replicas(self.config.min_insync_replicas)
         for p in range(info.num_partitions):
-            self.replica_manager.make_leader(info.name, p, min_isr)
+            self.replica_manager.host_single_node(info.name, p, min_isr)
 
     # -- ApiVersions --------------------------------------------------------------------
 
@@ -137,6 +174,8 @@ class KafkaApis:
     # -- Metadata -----------------------------------------------------------------------
 
     def handle_metadata(self, request: Request) -> Any:
+        if self.cluster is not None:
+            return self._cluster_metadata(request)
         body = request.body
         host, port = self.config.advertised
         requested = body.topics
@@ -187,6 +226,64 @@ class KafkaApis:
             },
         )
 
+    def _cluster_metadata(self, request: Request) -> Any:
+        image = self.cluster.image
+        body = request.body
+        host, port = self.config.advertised
+        brokers = {self.config.node_id: {"node_id": self.config.node_id, "host": host,
+                                         "port": port, "rack": None}}  # fmt: skip
+        for b in image.live_brokers():
+            reg = image.brokers[b]
+            brokers.setdefault(b, {"node_id": b, "host": reg.host, "port": reg.port,
+                                   "rack": reg.rack})  # fmt: skip
+        requested = body.topics
+        if requested is None or (request.api_version == 0 and not requested):
+            names: list[str | None] = sorted(image.topics)
+        else:
+            names = []
+            for t in requested:
+                name = t.name
+                if name is None and getattr(t, "topic_id", None) is not None:
+                    found = image.topic_by_id(t.topic_id)
+                    name = found.name if found else None
+                names.append(name)
+        allow_auto = getattr(body, "allow_auto_topic_creation", True)
+        topics = []
+        for name in names:
+            topic = image.topics.get(name) if name is not None else None
+            if topic is None:
+                code = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                if name and allow_auto and self.config.auto_create_topics:
+                    self.cluster.auto_create_topic(name)
+                    code = Errors.LEADER_NOT_AVAILABLE  # clients retry until it exists
+                topics.append(self._metadata_topic_error(name, None, code))
+                continue
+            partitions = [
+                {
+                    "error_code": Errors.NONE if reg.has_leader else Errors.LEADER_NOT_AVAILABLE,
+                    "partition_index": idx,
+                    "leader_id": reg.leader,
+                    "leader_epoch": reg.leader_epoch,
+                    "replica_nodes": list(reg.replicas),
+                    "isr_nodes": list(reg.isr),
+                    "offline_replicas": [r for r in reg.replicas if not image.is_live(r)],
+                }
+                for idx, reg in sorted(topic.partitions.items())
+            ]
+            topics.append({"error_code": Errors.NONE, "name": topic.name,
+                           "topic_id": topic.topic_id, "is_internal": False,
+                           "partitions": partitions})  # fmt: skip
+        return self._respond(
+            request,
+            {
+                "throttle_time": 0,
+                "brokers": list(brokers.values()),
+                "cluster_id": self.config.cluster_id,
+                "controller_id": self.config.node_id,  # we forward controller requests
+                "topics": topics,
+            },
+        )
+
     def _metadata_topic(self, info: TopicInfo) -> dict[str, Any]:
         partitions = []
         for p in range(info.num_partitions):
@@ -230,6 +327,9 @@ class KafkaApis:
         return info
 
     def handle_create_topics(self, request: Request) -> Any:
+        if self.cluster is not None:
+            names = [t.name for t in request.body.topics]
+            return self.cluster.forward_create_topics(request.body, names)
         body = request.body
         validate_only = getattr(body, "validate_only", False)
         seen: dict[str, int] = {}
@@ -329,7 +429,22 @@ class KafkaApis:
                     txn_rejected.add(tp)
                 else:
                     entries[tp] = p.records
+        deferred: Deferred | None = None
+        if acks == ACKS_ALL:
+            deferred = Deferred()
+            sync = self.replica_manager.append_records(
+                acks,
+                entries,
+                timeout_ms=max(_ms(body.timeout), 1),
+                callback=lambda res: deferred.resolve(
+                    self._produce_response(request, res, txn_rejected)
+                ),
+            )
+            if sync is None:
+                return deferred.value if deferred.done else deferred
+            return self._produce_response(request, sync, txn_rejected)
         results = self.replica_manager.append_records(acks, entries)
+        assert results is not None
         if acks == ACKS_NONE:
             failed = [(tp, r) for tp, r in results.items() if r.error_code != Errors.NONE]
             if failed or txn_rejected:
@@ -340,6 +455,12 @@ class KafkaApis:
                     + (f": error {r.error_code} {r.error_message}" if r else ": transactional")
                 )
             return NO_RESPONSE
+        return self._produce_response(request, results, txn_rejected)
+
+    def _produce_response(
+        self, request: Request, results: dict, txn_rejected: set[tuple[str, int]]
+    ) -> Any:
+        body = request.body
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for t in body.topic_data:
             for p in t.partition_data:
@@ -384,7 +505,11 @@ class KafkaApis:
         for t in body.topics:
             for p in t.partitions:
                 reqs[(t.topic, p.partition)] = FetchRequestPartition(
-                    p.fetch_offset, max(p.partition_max_bytes, 0)
+                    p.fetch_offset,
+                    max(p.partition_max_bytes, 0),
+                    current_leader_epoch=getattr(p, "current_leader_epoch", -1),
+                    last_fetched_epoch=getattr(p, "last_fetched_epoch", -1),
+                    log_start_offset=getattr(p, "log_start_offset", -1),
                 )
         max_bytes = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
         min_bytes = body.min_bytes
@@ -406,18 +531,24 @@ class KafkaApis:
     def _fetch_response(self, request: Request, results: dict) -> Any:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), r in results.items():
-            by_topic.setdefault(topic, []).append(
-                {
-                    "partition_index": partition,
-                    "error_code": r.error_code,
-                    "high_watermark": r.high_watermark,
-                    "last_stable_offset": r.last_stable_offset,
-                    "log_start_offset": r.log_start_offset,
-                    "aborted_transactions": [],
-                    "preferred_read_replica": -1,
-                    "records": r.records,
+            part = {
+                "partition_index": partition,
+                "error_code": r.error_code,
+                "high_watermark": r.high_watermark,
+                "last_stable_offset": r.last_stable_offset,
+                "log_start_offset": r.log_start_offset,
+                "aborted_transactions": [],
+                "preferred_read_replica": -1,
+                "records": r.records,
+            }
+            if r.diverging_epoch is not None:  # Fetch v12+ tagged field
+                part["diverging_epoch"] = {
+                    "epoch": r.diverging_epoch.leader_epoch,
+                    "end_offset": r.diverging_epoch.end_offset,
                 }
-            )
+            if r.error_code in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH):
+                part["current_leader"] = {"leader_id": r.leader_id, "leader_epoch": r.leader_epoch}
+            by_topic.setdefault(topic, []).append(part)
         return self._respond(
             request,
             {
@@ -451,6 +582,9 @@ class KafkaApis:
         state = self.replica_manager.get_partition(topic, p.partition_index)
         if state is None:
             out["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            return out
+        if not state.is_leader:
+            out["error_code"] = Errors.NOT_LEADER_OR_FOLLOWER
             return out
         current = getattr(p, "current_leader_epoch", -1)
         if current >= 0 and current != state.leader_epoch:
@@ -578,6 +712,46 @@ class KafkaApis:
                 "producer_epoch": 0,
             },
         )
+
+
+    # -- OffsetForLeaderEpoch / ElectLeaders -----------------------------------------------
+
+    def handle_offset_for_leader_epoch(self, request: Request) -> Any:
+        topics = []
+        for t in request.body.topics:
+            parts = []
+            for p in t.partitions:
+                r = self.replica_manager.last_offset_for_leader_epoch(
+                    t.topic, p.partition, p.leader_epoch, p.current_leader_epoch
+                )
+                parts.append(
+                    {
+                        "error_code": int(r.error),
+                        "partition": p.partition,
+                        "leader_epoch": r.leader_epoch,
+                        "end_offset": r.end_offset,
+                    }
+                )
+            topics.append({"topic": t.topic, "partitions": parts})
+        return self._respond(request, {"throttle_time": 0, "topics": topics})
+
+    def handle_elect_leaders(self, request: Request) -> Any:
+        if self.cluster is not None:
+            return self.cluster.forward(request.body)
+        # Single node: every partition already has its only possible leader.
+        body = request.body
+        wanted = [] if body.topic_partitions is None else body.topic_partitions
+        results = [
+            {"topic": t.topic, "partition_result": [
+                {"partition_id": p, "error_code": ELECTION_NOT_NEEDED, "error_message": None}
+                for p in t.partitions]}
+            for t in wanted
+        ]  # fmt: skip
+        return self._respond(request, {"throttle_time": 0, "error_code": Errors.NONE,
+                                       "replica_election_results": results})  # fmt: skip
+
+
+ELECTION_NOT_NEEDED = 84
 
 
 def _timestamp_and_offset(found: Any) -> tuple[int, int]:

@@ -3,7 +3,8 @@
 Per connection: read bytes -> FrameDecoder -> decode_request -> KafkaApis.handle -> encode ->
 write, one request at a time and in order (Kafka mutes a channel while its request is in flight;
 pipelining clients rely on responses arriving in request order). A DelayedFetch parks only its
-own connection until data is appended (FetchWaiters, woken by ReplicaManager) or it times out.
+own connection until data is appended or a HW moves (FetchWaiters, woken by ReplicaManager) or
+it times out; an acks=all produce (Deferred) parks it until the purgatory answers.
 
 Malformed input — oversized or negative frame sizes, truncated frames, garbage, unknown api
 keys/versions, undecodable bodies, a failing handler — closes that one connection with one log
@@ -14,6 +15,7 @@ clients keep being served.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from typing import Any
 
@@ -21,7 +23,7 @@ from broker_app.protocol.codec import decode_request, encode_response
 from broker_app.protocol.errors import ProtocolError
 from broker_app.protocol.framing import FrameDecoder
 
-from .kafka_apis import NO_RESPONSE, CloseConnection, DelayedFetch
+from .kafka_apis import NO_RESPONSE, CloseConnection, Deferred, DelayedFetch
 
 log = logging.getLogger(__name__)
 
@@ -139,11 +141,16 @@ class SocketServer:
             return False
         try:
             result = self.apis.handle(request)
-            if isinstance(result, DelayedFetch):
-                if out:  # earlier responses must not wait for this fetch
+            if isinstance(result, DelayedFetch | Deferred) or inspect.isawaitable(result):
+                if out:  # earlier responses must not wait for this one
                     writer.write(b"".join(out))
                     out.clear()
-                result = await self._await_fetch(result)
+                if isinstance(result, DelayedFetch):
+                    result = await self._await_fetch(result)
+                elif isinstance(result, Deferred):
+                    result = await self._await_deferred(result)
+                else:
+                    result = await result
         except Exception:
             log.exception(
                 "connection %s: handler for api_key=%d v%d failed; closing",
@@ -159,6 +166,13 @@ class SocketServer:
             return False
         out.append(encode_response(request.correlation_id, request.api_key, result))
         return True
+
+    @staticmethod
+    async def _await_deferred(deferred: Deferred) -> Any:
+        """An acks=all produce: ReplicaManager's purgatory resolves it (completion or expiry)."""
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        deferred.add_callback(lambda v: fut.done() or fut.set_result(v))
+        return await fut
 
     async def _await_fetch(self, delayed: DelayedFetch) -> Any:
         loop = asyncio.get_running_loop()

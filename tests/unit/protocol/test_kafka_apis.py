@@ -135,6 +135,20 @@ def request_data(api_key: int, batch: bytes) -> dict[str, Any]:
             "producer_id": -1,
             "producer_epoch": -1,
         },
+        ApiKey.OFFSET_FOR_LEADER_EPOCH: {
+            "replica_id": -1,
+            "topics": [
+                {
+                    "topic": "t",
+                    "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}],
+                }
+            ],
+        },
+        ApiKey.ELECT_LEADERS: {
+            "election_type": 0,
+            "topic_partitions": [{"topic": "t", "partitions": [0]}],
+            "timeout": 1000,
+        },
     }[ApiKey(api_key)]
 
 
