@@ -3,6 +3,10 @@
 Start-up: load topics, group offsets and the producer-id block from the data dir, open every
 log (LogManager recovers after an unclean stop), host each partition as leader, listen.
 Every 5 s the high watermarks are checkpointed (replica.high.watermark.checkpoint.interval.ms).
+With --controller HOST:PORT the broker joins a cluster instead of leading everything alone:
+ClusterLink registers/heartbeats/applies the metadata log, ReplicaFetcherManager runs the replica
+fetchers, a 100 ms timer runs ReplicaManager.tick (ISR shrink, acks=all expiry). --admin-port
+serves GET /state (broker_app/admin). --flush interval fsyncs every --flush-interval-ms.
 SIGTERM/SIGINT: stop listening, close connections, LogManager.shutdown() (flush, checkpoints,
 clean-shutdown marker), exit 0. Prints one "listening" line on stdout once it accepts connections.
 """
@@ -17,8 +21,14 @@ import signal
 import sys
 from pathlib import Path
 
-from broker_app.config import BrokerConfig
+from broker_app.config import FLUSH_POLICIES, BrokerConfig
 from broker_app.protocol.framing import DEFAULT_MAX_FRAME_BYTES
+from broker_app.replication.behaviour import (
+    CONSUMER_VISIBILITY_MODES,
+    ISR_UPDATE_MODES,
+    TRUNCATION_MODES,
+    ReplicationBehaviour,
+)
 
 log = logging.getLogger("broker_app.server")
 
@@ -37,12 +47,65 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-partitions", type=int, default=1)
     parser.add_argument("--no-auto-create-topics", action="store_true")
     parser.add_argument("--segment-bytes", type=int, default=16 * 1024 * 1024)
-    parser.add_argument("--flush-every-batch", action="store_true", help="fsync after every append")
+    parser.add_argument("--flush-every-batch", action="store_true", help="= --flush every-batch")
+    parser.add_argument("--flush", choices=FLUSH_POLICIES, default=None,
+                        help="fsync every batch (L3 fix), on a timer, or never (default)")
+    parser.add_argument("--flush-interval-ms", type=int, default=1000)
     parser.add_argument("--log-level", default="INFO")
+    cluster = parser.add_argument_group("cluster mode")
+    cluster.add_argument("--controller", type=_host_port, default=None, metavar="HOST:PORT",
+                         help="join the cluster of this controller (omit: single-node broker)")
+    cluster.add_argument("--peer-address", type=_peer, action="append", default=[],
+                         metavar="ID=HOST:PORT",
+                         help="connect to broker ID here for replica fetches (repeatable)")
+    cluster.add_argument("--admin-port", type=int, default=None, help="HTTP GET /state")
+    cluster.add_argument("--cluster-id", default="highwater-cluster")
+    cluster.add_argument("--default-replication-factor", type=int, default=1)
+    cluster.add_argument("--truncation", choices=TRUNCATION_MODES, default="diverging-epoch")
+    cluster.add_argument("--isr-update", choices=ISR_UPDATE_MODES, default="maximal")
+    cluster.add_argument("--consumer-visibility", choices=CONSUMER_VISIBILITY_MODES,
+                         default="high-watermark")
+    cluster.add_argument("--strict-min-isr", action=argparse.BooleanOptionalAction, default=True)
+    cluster.add_argument("--replica-lag-time-max-ms", type=int, default=30_000)
+    cluster.add_argument("--heartbeat-interval-ms", type=int, default=500)
+    cluster.add_argument("--replica-fetch-wait-max-ms", type=int, default=500)
+    cluster.add_argument("--replica-fetch-backoff-ms", type=int, default=200)
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{value!r} is not HOST:PORT")
+    return host, int(port)
+
+
+def _peer(value: str) -> tuple[int, tuple[str, int]]:
+    node, sep, addr = value.partition("=")
+    if not sep or not node.lstrip("-").isdigit():
+        raise argparse.ArgumentTypeError(f"{value!r} is not ID=HOST:PORT")
+    return int(node), _host_port(addr)
 
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
+    flush = args.flush or ("every-batch" if args.flush_every_batch else "never")
     return BrokerConfig(
+        flush=flush,
+        flush_interval_ms=args.flush_interval_ms,
+        controller=args.controller,
+        peer_addresses=dict(args.peer_address),
+        admin_port=args.admin_port,
+        cluster_id=args.cluster_id,
+        default_replication_factor=args.default_replication_factor,
+        behaviour=ReplicationBehaviour(
+            truncation=args.truncation,
+            isr_update=args.isr_update,
+            consumer_visibility=args.consumer_visibility,
+            strict_min_isr=args.strict_min_isr,
+        ),
+        replica_lag_time_max_ms=args.replica_lag_time_max_ms,
+        heartbeat_interval_ms=args.heartbeat_interval_ms,
+        replica_fetch_wait_max_ms=args.replica_fetch_wait_max_ms,
+        replica_fetch_backoff_ms=args.replica_fetch_backoff_ms,
         node_id=args.node_id,
         data_dir=args.data_dir,
         port=args.port,
@@ -54,7 +117,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         num_partitions=args.num_partitions,
         min_insync_replicas=args.min_insync_replicas,
         segment_bytes=args.segment_bytes,
-        flush_every_batch=args.flush_every_batch,
+        flush_every_batch=flush == "every-batch",
     )
 
 
@@ -64,7 +127,11 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    config = config_from_args(args)
+    try:
+        config = config_from_args(args)
+    except ValueError as e:
+        log.error("bad broker configuration: %s", e)
+        return 2
     try:
         asyncio.run(serve(config))
     except OSError as e:
@@ -88,16 +155,24 @@ def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
         LogConfig(
             segment_bytes=config.segment_bytes,
             max_batch_bytes=config.max_message_bytes,
-            flush_every_batch=config.flush_every_batch,
+            flush_every_batch=config.flush_every_batch or config.flush == "every-batch",
         ),
     )
-    replica_manager = ReplicaManager(config.node_id, log_manager)
+    replica_manager = ReplicaManager(
+        config.node_id, log_manager, config.behaviour, config.replica_lag_time_max_ms
+    )
+    cluster = None
+    if config.clustered:
+        from broker_app.server.cluster_link import ClusterLink
+
+        cluster = ClusterLink(config, replica_manager)
     apis = KafkaApis(
         config,
         replica_manager,
         TopicStore(config.data_dir),
         GroupCoordinator(config.data_dir),
         ProducerIdManager(config.data_dir),
+        cluster=cluster,
     )
     return apis, log_manager
 
@@ -126,14 +201,72 @@ async def serve(config: BrokerConfig) -> None:
             except Exception:
                 log.exception("high watermark checkpoint failed")
 
-    checkpointer = asyncio.create_task(checkpoint_loop())
+    rm = apis.replica_manager
+    link = apis.cluster
+    tasks = [asyncio.create_task(checkpoint_loop())]
+    fetchers = None
+    if link is not None:
+        from broker_app.replication.replica_fetcher_thread import ReplicaFetcherManager
+
+        def resolve(node: int) -> tuple[str, int] | None:
+            if node in config.peer_addresses:
+                return config.peer_addresses[node]
+            reg = link.image.brokers.get(node)
+            return None if reg is None else (reg.host, reg.port)
+
+        fetchers = ReplicaFetcherManager(
+            rm,
+            resolve,
+            config.replica_fetch_wait_max_ms,
+            config.replica_fetch_max_bytes,
+            config.replica_fetch_backoff_ms,
+            config.request_timeout_ms,
+        )
+        link.start()
+
+    async def tick_loop() -> None:
+        while True:
+            await asyncio.sleep(0.1)
+            try:
+                rm.tick()
+            except Exception:
+                log.exception("replica manager tick failed")
+
+    tasks.append(asyncio.create_task(tick_loop()))
+    if config.flush == "interval":
+
+        async def flush_loop() -> None:
+            while True:
+                await asyncio.sleep(config.flush_interval_ms / 1000)
+                try:
+                    log_manager.flush_all()
+                except Exception:
+                    log.exception("interval flush failed")
+
+        tasks.append(asyncio.create_task(flush_loop()))
+    admin = None
+    if config.admin_port is not None:
+        from broker_app.admin.server import AdminServer, broker_state
+
+        admin = AdminServer(
+            config.host, config.admin_port, lambda: broker_state(config.node_id, rm, link)
+        )
+        await admin.start()
+        print(f"highwater broker {config.node_id} admin on {config.host}:{admin.port}", flush=True)
     try:
         await stop.wait()
         log.info("shutting down")
     finally:
-        checkpointer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await checkpointer
+        for t in tasks:
+            t.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        if admin is not None:
+            await admin.stop()
+        if link is not None:
+            await link.stop()
+        if fetchers is not None:
+            await fetchers.stop()
         await server.stop()
         log_manager.shutdown()
         log.info("clean shutdown complete")

@@ -1,0 +1,1 @@
+"""The broker's admin endpoint (HTTP GET /state): per-partition replication state."""

@@ -1,0 +1,92 @@
+"""AdminServer: a tiny HTTP/1.0 endpoint on --admin-port, read-only.
+
+GET /state → JSON {"broker_id", "broker_epoch", "fenced", "metadata_offset", "controller",
+"partitions": [...]}, one entry per hosted partition: Partition.snapshot() (topic, partition,
+role, leader, leader_epoch, partition_epoch, replicas, isr, maximal_isr, epoch_cache,
+remote_replicas...) plus the short names the harness plots: hw, leo, log_start.
+GET /health → "ok". Anything else: 404; a malformed request: 400. The harness polls it to wait on
+exact conditions (ISR size, HW = LEO everywhere) and to draw HW/LEO timelines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MAX_REQUEST_BYTES = 8192
+
+
+def broker_state(node_id: int, replica_manager: Any, link: Any = None) -> dict[str, Any]:
+    parts = []
+    for snap in replica_manager.snapshot():
+        snap["hw"] = snap["high_watermark"]
+        snap["leo"] = snap["log_end_offset"]
+        snap["log_start"] = snap["log_start_offset"]
+        parts.append(snap)
+    return {
+        "broker_id": node_id,
+        "broker_epoch": link.broker_epoch if link is not None else -1,
+        "fenced": link.fenced if link is not None else False,
+        "metadata_offset": link.image.offset if link is not None else -1,
+        "controller": link is not None,
+        "partitions": parts,
+    }
+
+
+class AdminServer:
+    def __init__(self, host: str, port: int, state: Callable[[], dict[str, Any]]) -> None:
+        self.host = host
+        self.port = port
+        self.state = state
+        self._server: asyncio.base_events.Server | None = None
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._on_connection, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            line = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+            if len(line) < 2 or line[0] != "GET":
+                await self._reply(writer, 400, {"error": f"bad request line {line!r}"})
+            elif line[1].split("?")[0] == "/state":
+                await self._reply(writer, 200, self.state())
+            elif line[1] == "/health":
+                await self._reply(writer, 200, "ok")
+            else:
+                await self._reply(writer, 404, {"error": f"no such path {line[1]!r}"})
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError,
+                ConnectionError):  # fmt: skip
+            pass
+        except Exception:
+            log.exception("admin request failed")
+            with contextlib.suppress(Exception):
+                await self._reply(writer, 500, {"error": "internal error"})
+        finally:
+            writer.close()
+
+    @staticmethod
+    async def _reply(writer: asyncio.StreamWriter, status: int, data: Any) -> None:
+        body = json.dumps(data).encode()
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}.get(status, "Error")
+        writer.write(
+            f"HTTP/1.0 {status} {reason}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
