@@ -30,6 +30,7 @@ from broker_app.metadata.records import METADATA_PARTITION, METADATA_TOPIC, Meta
 from broker_app.protocol.codec import decode_response, encode_request, request_class
 from broker_app.protocol.entities import build
 
+from .aio import cancel_and_wait
 from .broker_lifecycle import BrokerLifecycle
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ class BrokerControllerAgent:
         )
         self._alters = ControllerChannel(controller_host, controller_port, name)
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
 
     def start(self) -> None:
         self._tasks = [
@@ -121,9 +123,8 @@ class BrokerControllerAgent:
         ]
 
     async def stop(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._stopping = True
+        await cancel_and_wait(self._tasks)
         for ch in (self._heartbeats, self._fetches, self._alters):
             await ch.close()
 
@@ -132,7 +133,7 @@ class BrokerControllerAgent:
 
     async def _lifecycle_loop(self) -> None:
         lc = self.lifecycle
-        while True:
+        while not self._stopping:
             request = lc.next_request(_now_ms(), self.loader.image.offset)
             if request is None:
                 await asyncio.sleep(self.tick_ms / 1000)
@@ -169,7 +170,7 @@ class BrokerControllerAgent:
 
     async def _metadata_loop(self) -> None:
         backoff = self.lifecycle.retry_backoff_ms / 1000
-        while True:
+        while not self._stopping:
             try:
                 response = await self._fetches.request(self._fetch_request())
             except ControllerUnavailable as e:

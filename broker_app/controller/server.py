@@ -26,6 +26,7 @@ from broker_app.protocol.codec import encode_response
 from broker_app.protocol.errors import ProtocolError
 from broker_app.protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
 
+from .aio import cancel_and_wait
 from .apis import decode_controller_request
 from .controller_apis import ControllerApis, DelayedMetadataFetch
 from .metadata_log import FileMetadataLog
@@ -87,9 +88,7 @@ class ControllerServer:
             s.close()
         for s in self._servers:
             await s.wait_closed()
-        for t in list(self._tasks):
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(list(self._tasks))
 
     def _track(self) -> None:
         task = asyncio.current_task()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from broker_app.controller.broker_lifecycle import BrokerLifecycle, BrokerState
 from broker_app.controller.channel import BrokerControllerAgent, ControllerChannel
 from broker_app.metadata import MetadataDelta
@@ -24,6 +26,7 @@ async def wait_until(predicate, timeout_s: float = 30.0) -> None:  # noqa: ANN00
     await asyncio.wait_for(poll(), timeout_s)
 
 
+@pytest.mark.timeout(120)
 async def test_agents_register_learn_metadata_and_survive_a_fenced_peer(controller_factory):
     controller = controller_factory(["--session-timeout-ms", "1500"])
     changes: dict[int, list[MetadataDelta]] = {1: [], 2: [], 3: []}
