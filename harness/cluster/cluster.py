@@ -347,8 +347,12 @@ class Cluster:
             from harness.cluster import diskfs
 
             command, extra = diskfs.wrap_broker(command)
-        self._create(image, broker_name(i), "broker", command,
-                     {f"{BROKER_PORT}/tcp": ("127.0.0.1", None)}, **extra)
+        container = self._create(image, broker_name(i), "broker", command,
+                                 {f"{BROKER_PORT}/tcp": ("127.0.0.1", None)}, **extra)
+        if self.disk_faults:
+            from harness.cluster import diskfs
+
+            diskfs.inject_library(container)
 
     # --- waiting --------------------------------------------------------------------------------
 
