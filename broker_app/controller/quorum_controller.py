@@ -175,6 +175,10 @@ class QuorumController:
             if change is not None:
                 p.add(change)
 
+    def session_ages_ms(self, now_ms: int) -> dict[int, int]:
+        """Milliseconds since each broker's last registration or heartbeat (in memory only)."""
+        return {b: now_ms - t for b, t in sorted(self._last_contact_ms.items())}
+
     # --- brokers -----------------------------------------------------------------------
 
     def register_broker(

@@ -10,7 +10,8 @@
 - Timer: `QuorumController.tick(now_ms)` every `tick_interval_ms` (session expiry, leaderless
   partitions, automatic rebalance). now_ms is time.monotonic() in ms: sessions are durations.
 - Admin HTTP on --admin-port: `GET /state` returns {"node_id", "metadata_offset",
-  "controller_epoch", "image": MetadataImage.to_json()}; `GET /health` returns {"ok": true}.
+  "controller_epoch", "session_timeout_ms", "ms_since_heartbeat": {broker: ms},
+  "image": MetadataImage.to_json()}; `GET /health` returns {"ok": true}.
   Anything else is 404; a malformed request gets 400.
 """
 
@@ -184,6 +185,10 @@ class ControllerServer:
             "node_id": self.controller.config.node_id,
             "metadata_offset": self.controller.image.offset,
             "controller_epoch": self.metadata_log.epoch,
+            "session_timeout_ms": self.controller.config.session_timeout_ms,
+            "ms_since_heartbeat": {
+                str(b): age for b, age in self.controller.session_ages_ms(monotonic_ms()).items()
+            },
             "image": self.controller.image.to_json(),
         }
 

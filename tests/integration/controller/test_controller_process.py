@@ -162,6 +162,8 @@ def test_session_expiry_fences_and_moves_leadership(controller_factory):
         s = wait_fenced()
     p = s["topics"]["t"]["partitions"]["0"]
     assert p["leader"] in others and leader not in p["isr"]
+    ages = controller.state()["ms_since_heartbeat"]
+    assert ages[str(leader)] > 1500 >= min(ages[str(b)] for b in others)
     assert p["leader_epoch"] == 1 and p["partition_epoch"] == 1
 
 
