@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "controller": ("broker_app.controller.main", "run the cluster controller (metadata log)"),
     "cluster": ("harness.cluster.cli", "start/inspect/remove a cluster by hand: up, status, down"),
     "clean": ("harness.cluster.clean", "remove containers and networks of dead runs"),
+    "topics": ("harness.topics", "describe topics: leader, replicas, ISR per partition"),
 }
 
 
