@@ -8,6 +8,7 @@ import importlib
 # target -> (module path, help)
 TARGETS: dict[str, tuple[str, str]] = {
     "broker": ("harness.bench.broker", "producer throughput/latency: real broker vs null broker"),
+    "cluster": ("harness.bench.cluster", "3 brokers RF=3, acks=all/1 vs single node"),
     "checker": ("harness.bench.checker", "checker throughput and memory on synthetic histories"),
     "proxy": ("harness.bench.proxy", "cluster cold start; produce through Toxiproxy vs direct"),
 }
