@@ -171,6 +171,7 @@ def _stages(event_dir: Path, top: int = 8) -> list[dict]:
                     "ops": ", ".join(scopes) or info["Stage Name"],
                     "tasks": info["Number of Tasks"],
                     "task_seconds": int(acc.get("internal.metrics.executorRunTime", 0)) / 1000,
+                    "cpu_seconds": int(acc.get("internal.metrics.executorCpuTime", 0)) / 1e9,
                     "seconds": wall,
                 }
             )
@@ -208,9 +209,10 @@ def _check_one(run_dir: str, driver_memory: str) -> int:
     if result.results is None:
         print(json.dumps({"error": result.error}))
         return 2
-    stages = _stages(event_dir)
+    stages_all = _stages(event_dir, top=10_000)
     res = result.results
-    summary = {"startup": startup, "timings": timings, "stages": stages, "lost": res["stats"]}
+    summary = {"startup": startup, "timings": timings, "stages": stages_all[:8]}
+    summary["stages_all"] = [{"cpu_seconds": s["cpu_seconds"]} for s in stages_all]
     summary["anomalies"] = {k: v["count"] for k, v in res["anomalies"].items() if v["count"]}
     print(json.dumps(summary))
     return 0
@@ -253,11 +255,16 @@ def run(args: argparse.Namespace) -> int:
             f"{gen['ops'] / t['total']:,.0f} ops/s; peak RSS {peak[0] / 1024:,.0f} MiB "
             f"(driver+JVM); lost writes injected {gen['lost']}, found {info['anomalies']}"
         )
+        cpu = sum(s["cpu_seconds"] for s in info["stages_all"])
         phases = ", ".join(f"{k} {v:.1f}s" for k, v in t.items() if k != "total")
+        phases += f"; {len(info['stages_all'])} stages, {cpu:.1f}s executor cpu in all"
         print(f"  phases: {phases}")
+        print("  stages with the most task time (stages overlap, so wall times do not add up):")
         for s in info["stages"]:
             print(
-                f"    stage {s['stage']:>3} {s['seconds']:6.1f}s {s['tasks']:>4} tasks  {s['name']}"
+                f"    stage {s['stage']:>3} task time {s['task_seconds']:6.1f}s "
+                f"(cpu {s['cpu_seconds']:5.1f}s) "
+                f"(wall {s['seconds']:5.1f}s, {s['tasks']:>3} tasks): {s['ops'][:90]}"
             )
     if not args.keep and args.workdir is None:
         import shutil

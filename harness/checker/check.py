@@ -14,7 +14,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -161,8 +161,9 @@ def check_runs(
         own = spark is None
         spark = spark or spark_session(spark_master)
         try:
-            for r in _check(spark, runs, timings if timings is not None else {}):
-                checked[r.run_dir] = r
+            found = _check(spark, runs, timings if timings is not None else {})
+            for run, result in zip(runs, found, strict=True):
+                checked[run.run_dir] = result
         finally:
             if own:
                 spark.stop()
@@ -182,7 +183,7 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
         spark.read.schema(history_schema())
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", "_corrupt_record")
-        .json([str(r.history) for r in runs])
+        .json(sorted({str(r.history) for r in runs}))  # a dir given twice is read once
         .withColumn("run", F.col("_metadata.file_path"))
     )
     level = StorageLevel.MEMORY_AND_DISK
@@ -248,7 +249,7 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
         for df in cached:
             df.unpersist()
     timings["total"] = time.perf_counter() - t0
-    return [results[str(r.history.parent)] for r in runs]
+    return [replace(results[str(r.history.parent)], run_dir=r.run_dir) for r in runs]
 
 
 def build_results(

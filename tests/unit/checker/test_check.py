@@ -156,3 +156,14 @@ def test_empty_history_and_missing_dir(spark, tmp_path) -> None:
     r_empty, r_missing = check_runs([empty, tmp_path / "nope"], spark=spark)
     assert r_empty.results["valid"] is True and r_empty.results["stats"]["sends"] == 0
     assert r_missing.results is None and "not a directory" in r_missing.error
+
+
+def test_same_run_given_twice_is_read_once(spark, copy_fixture) -> None:
+    from harness.checker.check import check_runs
+
+    run = copy_fixture("lost-write")
+    first, second = check_runs([run, run.parent / ".." / run.parent.name / run.name], spark=spark)
+    # Read twice, every send value would repeat and the history would be called malformed.
+    assert (
+        first.results == second.results and first.results["anomalies"]["lost-write"]["count"] == 2
+    )
