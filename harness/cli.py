@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cluster": ("harness.cluster.cli", "start/inspect/remove a cluster by hand: up, status, down"),
     "clean": ("harness.cluster.clean", "remove containers and networks of dead runs"),
     "topics": ("harness.topics", "describe topics: leader, replicas, ISR per partition"),
+    "run": ("harness.run.main", "run a fault plan: cluster, workload, faults, check, report"),
 }
 
 

@@ -1,0 +1,322 @@
+"""`highwater run PLAN.yaml`: cluster up, workload + nemesis, heal, settle, drain, check, report.
+
+Contract:
+- `highwater run PLAN.yaml [--seed N] [--duration S] [--set key=value ...] [--store DIR]` or
+  `highwater run --replay store/<plan>/<ts>/` (same plan file, overrides, seed and duration as
+  recorded in that run's run.json).
+- A plan that does not load fails with one `file:line: field: problem` line and exit 2 before
+  anything is created (no run dir, no container). So does an action the cluster cannot do.
+- Otherwise: store/<plan>/<timestamp>/ with plan.yaml (the plan as run) and run.json (seed,
+  plan source, overrides, duration, argv, then outcome); an ObservedCluster (brokers, controller,
+  Toxiproxy on every link; switches as broker flags; disk faults when a step needs them); topics
+  created with RF, min.insync.replicas and configs; a StatePoller writing states.jsonl; the
+  plan's workload (real confluent-kafka clients through the proxies) and the Nemesis from
+  workload start; when both are done: heal everything, wait (settle.timeout_s at most) for every
+  partition to have a leader and a full ISR, drain (final reads), Cluster down (which collects
+  logs/ and data/), then check_runs (PySpark) -> results.json and write_report -> report.html.
+- Exit 0: verdict as-expected; 1: unexpected; 2: the run could not be carried out (plan error,
+  docker/cluster error, a `when` step with on_timeout fail timed out, the checker failed); the
+  reason is printed and stored in run.json `reason`. Ctrl-C: threads stop, the cluster is removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_UNEXPECTED, EXIT_NOT_CARRIED_OUT = 0, 1, 2
+TOPIC_CREATE_TIMEOUT_S = 90.0
+# Producers run their plan's duration; past this extra time the run stops waiting for them.
+WORKLOAD_GRACE_S = 60.0
+
+
+class RunAborted(Exception):
+    """The run could not be carried out; the message is the reason."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("plan", nargs="?", help="the fault plan (chaos_plans/*.yaml)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed for random targets and the random nemesis (default: the "
+                             "plan's nemesis.seed, else drawn and reported)")
+    parser.add_argument("--duration", type=float, default=None,
+                        help="seconds of workload (overrides the producers' values/duration_s)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a plan value, e.g. workload.producers.acks=all")
+    parser.add_argument("--store", default="store", help="store root (default: ./store)")
+    parser.add_argument("--replay", default=None, metavar="RUN_DIR",
+                        help="rerun a stored run: same plan file, overrides, seed, duration")
+    parser.add_argument("--no-check", action="store_true",
+                        help="skip the checker and report (debugging the cluster)")
+
+
+def _switch_flags(switches: dict[str, str]) -> list[str]:
+    """cluster.switches as broker flags: key -> --key value; true/false -> --key / --no-key."""
+    out: list[str] = []
+    for key, value in sorted(switches.items()):
+        flag = "--" + key.replace("_", "-")
+        v = str(value).strip()
+        if v.lower() == "true":
+            out.append(flag)
+        elif v.lower() == "false":
+            out.append("--no-" + flag[2:])
+        else:
+            out += [flag, v]
+    return out
+
+
+def _resolve_inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], int | None,
+                                                         float | None]:
+    """(plan path, overrides, seed, duration) from the arguments or the replayed run."""
+    from harness.plan.loader import parse_overrides
+
+    if args.replay:
+        meta_path = Path(args.replay) / "run.json"
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunAborted(f"--replay {args.replay}: cannot read {meta_path}: {exc}") from exc
+        if "plan_source" not in meta:
+            raise RunAborted(f"--replay: {meta_path} has no plan_source")
+        seed = args.seed if args.seed is not None else meta.get("seed")
+        duration = args.duration if args.duration is not None else meta.get("duration_s")
+        overrides = {**meta.get("overrides", {}), **parse_overrides(args.set)}
+        return meta["plan_source"], overrides, seed, duration
+    if not args.plan:
+        raise RunAborted("give a PLAN.yaml (or --replay RUN_DIR)")
+    return args.plan, parse_overrides(args.set), args.seed, args.duration
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.nemesis import NemesisError, check_supported
+    from harness.plan.errors import PlanError
+    from harness.plan.loader import load_plan
+    from harness.plan.timing import steps_for
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        source, overrides, seed, duration = _resolve_inputs(args)
+        plan = load_plan(source, overrides)
+        if seed is None:
+            seed = plan.nemesis.seed if plan.nemesis.seed is not None else random.randrange(2**31)
+        steps = steps_for(plan, seed=seed, duration_s=duration)
+        check_supported(steps)
+    except (PlanError, NemesisError, RunAborted, ValueError) as exc:
+        print(f"highwater run: {exc}", file=sys.stderr)
+        return EXIT_NOT_CARRIED_OUT
+    return Runner(plan, steps, seed, duration, source, overrides, Path(args.store),
+                  check=not args.no_check).execute()
+
+
+class Runner:
+    """One run of one plan; `execute()` returns the exit code."""
+
+    def __init__(self, plan: Any, steps: Any, seed: int, duration: float | None, source: str,
+                 overrides: dict[str, str], store_root: Path, check: bool = True) -> None:
+        self.plan = plan
+        self.steps = steps
+        self.seed = seed
+        self.duration = duration
+        self.source = source
+        self.overrides = overrides
+        self.store_root = store_root
+        self.check = check
+
+    def execute(self) -> int:
+        from harness.cluster.cluster import new_run_id
+        from harness.plan.serialize import plan_to_data
+        from harness.store import Store
+
+        store = Store(self.store_root)
+        self.run_dir = store.create_run(self.plan.name, plan_to_data(self.plan))
+        self.run_id = new_run_id("hw")
+        self.run_dir.write_meta(
+            seed=self.seed, plan_source=str(Path(self.source).resolve()),
+            overrides=self.overrides, duration_s=self.duration, argv=sys.argv,
+            run_id=self.run_id, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            steps=[s.name for s in self.steps],
+        )
+        print(f"highwater run: plan {self.plan.name}, seed {self.seed}, "
+              f"run dir {self.run_dir.path}")
+        try:
+            self._carry_out()
+        except RunAborted as exc:
+            return self._abort(str(exc))
+        except KeyboardInterrupt:
+            self._abort("interrupted (Ctrl-C)")
+            raise
+        except Exception as exc:  # docker, cluster, clients: the run could not be carried out
+            logging.getLogger(__name__).debug("run failed", exc_info=True)
+            return self._abort(f"{type(exc).__name__}: {exc}")
+        if not self.check:
+            self.run_dir.write_meta(exit_code=EXIT_OK, reason="checker skipped (--no-check)")
+            return EXIT_OK
+        return self._check_and_report()
+
+    def _abort(self, reason: str) -> int:
+        print(f"highwater run: could not be carried out: {reason}", file=sys.stderr)
+        self.run_dir.write_meta(exit_code=EXIT_NOT_CARRIED_OUT, reason=reason)
+        return EXIT_NOT_CARRIED_OUT
+
+    # ------------------------------------------------------------------ the run proper
+
+    def _needs_disk(self) -> bool:
+        return any(s.action == "disk-stall" or s.params.get("lose_unsynced") for s in self.steps)
+
+    def _carry_out(self) -> None:
+        from harness.client import ProcessIds, drain
+        from harness.generator import all_partitions, workload_from_plan
+        from harness.nemesis import Nemesis
+        from harness.report.states import StatesWriter
+        from harness.run.observed import ObservedCluster
+        from harness.run.progress import Progress
+        from harness.state_poller import StatePoller, settled
+
+        plan = self.plan
+        history = self.run_dir.history_writer()
+        # One clock for history.jsonl and states.jsonl (the report overlays them).
+        states = StatesWriter(self.run_dir.states_path, start_ns=history._start)
+        t_workload = [time.monotonic()]
+        poller = wl = nemesis = progress = None
+        try:
+            cluster = ObservedCluster(
+                self.run_id, brokers=plan.cluster.brokers, controller=True,
+                store_dir=self.run_dir.path, broker_args=_switch_flags(plan.cluster.switches),
+                disk_faults=self._needs_disk(),
+            )
+            print(f"highwater run: starting cluster {self.run_id} "
+                  f"({plan.cluster.brokers} brokers, controller, toxiproxy)")
+            with cluster:
+                poller = StatePoller(lambda: cluster.admin_endpoints(refresh=True), plan.cluster,
+                                     states, elapsed=lambda: time.monotonic() - t_workload[0])
+                poller.start()
+                create_topics(cluster.bootstrap, plan.cluster.topics)
+                if poller.wait_for(settled, plan.settle.timeout_s) is None:
+                    raise RunAborted(f"topics not led with a full ISR within "
+                                     f"{plan.settle.timeout_s:g}s: {_describe(poller.latest())}")
+                ids = ProcessIds()
+                wl = workload_from_plan(plan, cluster.bootstrap, history, new_process=ids,
+                                        duration_s=self.duration)
+                progress = Progress(lambda: dict(wl.stats), lambda: nemesis.active
+                                    if nemesis else [])
+                nemesis = Nemesis(cluster, self.steps, history, poller.latest, self.seed,
+                                  on_event=lambda ev: progress.print(
+                                      f"fault {ev.kind}: {ev.step}: {ev.text}"))
+                t_workload[0] = time.monotonic()
+                progress.phase = "workload"
+                progress.start()
+                wl.start()
+                nemesis.start(t_workload[0])
+                self._wait_workload_and_faults(wl, nemesis)
+                progress.phase = "healing"
+                wl.stop(timeout_s=60)
+                nemesis.stop(timeout_s=120)
+                nemesis.heal_all()
+                progress.phase = "settling"
+                settle_state = poller.wait_for(settled, plan.settle.timeout_s)
+                if settle_state is None:
+                    progress.print(f"not settled within {plan.settle.timeout_s:g}s: "
+                                   f"{_describe(poller.latest())}; draining anyway")
+                progress.phase = "draining"
+                result = drain(cluster.bootstrap, history, all_partitions(plan.cluster), ids,
+                               timeout_s=plan.drain.timeout_s, idle_s=plan.drain.idle_s)
+                progress.stop()
+                self.run_dir.write_meta(
+                    settled=settle_state is not None, drained=result.drained,
+                    drain_failed=result.failed, workload_errors=wl.errors,
+                    workload_stats=dict(wl.stats), faults_started=nemesis.faults_started,
+                    nemesis_events=[ev.__dict__ for ev in nemesis.events],
+                    polls=poller.polls,
+                )
+                print("highwater run: collecting logs and data, removing the cluster")
+        finally:
+            for thing in (progress, wl, nemesis, poller):
+                if thing is not None:
+                    try:
+                        thing.stop()
+                    except Exception:  # cleanup goes on whatever one part says
+                        pass
+            history.close()
+            states.close()
+
+    def _wait_workload_and_faults(self, wl: Any, nemesis: Any) -> None:
+        expected = self.duration or self.plan.workload.duration_s()
+        deadline = time.monotonic() + expected + WORKLOAD_GRACE_S
+        while time.monotonic() < deadline:
+            if nemesis.failure:
+                raise RunAborted(nemesis.failure)
+            # Both: producers finished, and every step fired (or was skipped) and was undone.
+            if wl.wait_producers(timeout_s=0.5) and nemesis.done():
+                break
+        else:
+            if not wl.wait_producers(timeout_s=0):
+                raise RunAborted(f"producers still running {WORKLOAD_GRACE_S:g}s after their "
+                                 f"{expected:g}s")
+        if nemesis.failure:
+            raise RunAborted(nemesis.failure)
+
+    # ------------------------------------------------------------------ check and report
+
+    def _check_and_report(self) -> int:
+        from harness.checker.check import check_runs
+        from harness.report import write_report
+
+        print("highwater run: checking the history (PySpark)")
+        [res] = check_runs([self.run_dir.path])
+        if res.error is not None or res.results is None:
+            return self._abort(f"checker: {res.error}")
+        report = write_report(self.run_dir.path)
+        verdict = res.results["verdict"]
+        counts = {k: v["count"] for k, v in res.results["anomalies"].items() if v["count"]}
+        code = EXIT_OK if verdict == "as-expected" else EXIT_UNEXPECTED
+        self.run_dir.write_meta(exit_code=code, verdict=verdict)
+        s = res.results["stats"]
+        print(f"highwater run: acked {s['acked']} failed {s['failed']} info {s['info']}, "
+              f"anomalies {counts or 'none'}, lost by acks {s['lost_by_acks']}")
+        print(f"highwater run: verdict {verdict} (valid={res.results['valid']})")
+        print(f"highwater run: report {report}")
+        return code
+
+
+def create_topics(bootstrap: str, topics: Any, timeout_s: float = TOPIC_CREATE_TIMEOUT_S) -> None:
+    """CreateTopics with RF, min.insync.replicas and configs; retried (bounded) while the
+    brokers are still registering. TOPIC_ALREADY_EXISTS counts as done."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for t in topics:
+        config = {"min.insync.replicas": str(t.min_insync_replicas), **t.configs}
+
+        def create(t: Any = t, config: dict[str, str] = config) -> None:
+            fut = admin.create_topics([NewTopic(t.name, t.partitions, t.replication_factor,
+                                                config=config)], request_timeout=15)[t.name]
+            try:
+                fut.result(timeout=30)
+            except KafkaException as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise
+
+        try:
+            for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(1.0),
+                                    retry=retry_if_exception_type(KafkaException),
+                                    reraise=True):
+                with attempt:
+                    create()
+        except KafkaException as exc:
+            raise RunAborted(f"cannot create topic {t.name!r}: {exc}") from exc
+
+
+def _describe(state: Any) -> str:
+    if state is None:
+        return "no broker state seen"
+    parts = [f"{n}: leader {p.leader} isr {list(p.isr)} of {list(p.replicas)}"
+             for n, p in sorted(state.partitions.items())]
+    return f"alive {sorted(state.alive)}; " + "; ".join(parts)
