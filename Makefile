@@ -32,7 +32,7 @@ images: venv sysdeps
 
 ## make run: the main job
 run: venv images
-	$(BIN)/highwater demo
+	$(BIN)/highwater run chaos_plans/smoke.yaml
 
 ## make test: every test suite (unit, integration, docker, scenarios)
 test: venv lint images

@@ -52,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", default="store", help="store root (default: ./store)")
     parser.add_argument("--replay", default=None, metavar="RUN_DIR",
                         help="rerun a stored run: same plan file, overrides, seed, duration")
+    parser.add_argument("--run-id", default=None,
+                        help="docker label highwater.run of the cluster (default: generated)")
     parser.add_argument("--no-check", action="store_true",
                         help="skip the checker and report (debugging the cluster)")
 
@@ -107,18 +109,23 @@ def run(args: argparse.Namespace) -> int:
             seed = plan.nemesis.seed if plan.nemesis.seed is not None else random.randrange(2**31)
         steps = steps_for(plan, seed=seed, duration_s=duration)
         check_supported(steps)
+        if args.run_id:
+            from harness.cluster.topology import check_run_id
+
+            check_run_id(args.run_id)
     except (PlanError, NemesisError, RunAborted, ValueError) as exc:
         print(f"highwater run: {exc}", file=sys.stderr)
         return EXIT_NOT_CARRIED_OUT
     return Runner(plan, steps, seed, duration, source, overrides, Path(args.store),
-                  check=not args.no_check).execute()
+                  check=not args.no_check, run_id=args.run_id).execute()
 
 
 class Runner:
     """One run of one plan; `execute()` returns the exit code."""
 
     def __init__(self, plan: Any, steps: Any, seed: int, duration: float | None, source: str,
-                 overrides: dict[str, str], store_root: Path, check: bool = True) -> None:
+                 overrides: dict[str, str], store_root: Path, check: bool = True,
+                 run_id: str | None = None) -> None:
         self.plan = plan
         self.steps = steps
         self.seed = seed
@@ -127,6 +134,7 @@ class Runner:
         self.overrides = overrides
         self.store_root = store_root
         self.check = check
+        self.given_run_id = run_id
 
     def execute(self) -> int:
         from harness.cluster.cluster import new_run_id
@@ -135,7 +143,7 @@ class Runner:
 
         store = Store(self.store_root)
         self.run_dir = store.create_run(self.plan.name, plan_to_data(self.plan))
-        self.run_id = new_run_id("hw")
+        self.run_id = self.given_run_id or new_run_id("hw")
         self.run_dir.write_meta(
             seed=self.seed, plan_source=str(Path(self.source).resolve()),
             overrides=self.overrides, duration_s=self.duration, argv=sys.argv,

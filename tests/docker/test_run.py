@@ -1,0 +1,117 @@
+"""`highwater run` end to end: real containers, Toxiproxy links, real clients, PySpark checker.
+
+Each test runs the CLI as a subprocess (what `make run` and CI do) with a run id from the
+session's factory, so the session-end check proves the cluster removed itself. Workloads are
+shortened with --duration to keep the suite inside CI's budget.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hw_docker_util import leftovers
+
+pytestmark = [pytest.mark.docker, pytest.mark.spark]
+
+REPO = Path(__file__).resolve().parents[2]
+PLANS = REPO / "chaos_plans"
+HIGHWATER = [sys.executable, "-m", "harness.cli"]
+RUN_TIMEOUT_S = 600
+
+
+def _run(args: list[str], timeout_s: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess:
+    return subprocess.run([*HIGHWATER, "run", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout_s)
+
+
+def _only_run(store: Path) -> Path:
+    runs = [d for p in store.iterdir() if p.is_dir() and not p.is_symlink() for d in p.iterdir()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _explain(proc: subprocess.CompletedProcess) -> str:
+    return f"exit {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}"
+
+
+def test_smoke_plan_is_valid_and_stores_every_artifact(
+        cluster_images: dict[str, str], run_id_factory, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    proc = _run([str(PLANS / "smoke.yaml"), "--duration", "15", "--store", str(store),
+                 "--run-id", run_id_factory("run-smoke")])
+    assert proc.returncode == 0, _explain(proc)
+    assert "verdict as-expected" in proc.stdout
+    run = _only_run(store)
+    for name in ("plan.yaml", "run.json", "history.jsonl", "states.jsonl", "results.json",
+                 "report.html"):
+        assert (run / name).is_file() and (run / name).stat().st_size > 0, name
+    assert {p.name for p in (run / "logs").iterdir()} >= {
+        "broker-1.log", "broker-2.log", "broker-3.log", "controller.log", "toxiproxy.log"}
+    assert {p.name for p in (run / "data").iterdir()} >= {"broker-1", "broker-2", "broker-3"}
+    assert (store / "latest").resolve() == run.resolve()
+    results = json.loads((run / "results.json").read_text())
+    assert results["valid"] is True and results["verdict"] == "as-expected"
+    assert results["stats"]["acked"] > 100
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["exit_code"] == 0 and meta["settled"] is True and isinstance(meta["seed"], int)
+    final = [o for o in _lines(run / "history.jsonl") if o["f"] == "poll" and o.get("final")]
+    assert final, "no drain reads"
+
+
+def test_leader_kill_under_acks_all_is_valid_and_shows_leader_changes(
+        cluster_images: dict[str, str], run_id_factory, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    proc = _run([str(PLANS / "leader-kill.yaml"), "--duration", "40", "--store", str(store),
+                 "--run-id", run_id_factory("run-lk")])
+    assert proc.returncode == 0, _explain(proc)
+    run = _only_run(store)
+    results = json.loads((run / "results.json").read_text())
+    assert results["valid"] is True, results["anomalies"]
+    assert results["anomalies"]["lost-write"]["count"] == 0
+    ops = _lines(run / "history.jsonl")
+    kills = [o for o in ops if o["process"] == "nemesis" and o["f"] == "kill"]
+    assert [o["phase"] for o in kills] == ["start", "stop", "start", "stop"], kills
+    # The leader of t-0 changed: samples from leaders show more than one leader epoch.
+    samples = _lines(run / "states.jsonl")
+    epochs = {s["epoch"] for s in samples if s["topic"] == "t" and s["partition"] == 0
+              and s["role"] == "leader"}
+    assert len(epochs) >= 3, epochs  # the first leader, then one per kill
+    html = (run / "report.html").read_text()
+    assert html.count('<g class="leader-change"') >= 3  # epoch 0, then one marker per kill
+
+
+def test_acks1_partition_loses_acknowledged_writes_as_expected(
+        cluster_images: dict[str, str], run_id_factory, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    proc = _run([str(PLANS / "acks1-partition.yaml"), "--duration", "40", "--store", str(store),
+                 "--run-id", run_id_factory("run-acks1")])
+    assert proc.returncode == 0, _explain(proc)
+    run = _only_run(store)
+    results = json.loads((run / "results.json").read_text())
+    assert results["verdict"] == "as-expected"
+    assert results["stats"]["lost_by_acks"]["1"] > 0, results["stats"]
+    assert results["stats"]["lost_by_acks"]["all"] == 0
+    assert results["anomalies"]["lost-write"]["count"] > 0
+
+
+def test_bad_plan_exits_2_with_file_line_and_starts_nothing(
+        run_id_factory, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((PLANS / "smoke.yaml").read_text().replace("acks: all", "acks: two"))
+    line = next(i for i, text in enumerate(bad.read_text().splitlines(), 1) if "acks: two" in text)
+    store = tmp_path / "store"
+    rid = run_id_factory("run-bad")
+    proc = _run([str(bad), "--store", str(store), "--run-id", rid], timeout_s=60)
+    assert proc.returncode == 2, _explain(proc)
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and f"{bad}:{line}:" in err[0] and "acks" in err[0], err
+    assert not store.exists()
+    assert leftovers([rid]) == []
