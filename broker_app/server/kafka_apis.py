@@ -533,7 +533,7 @@ class KafkaApis:
         for (topic, partition), r in results.items():
             part = {
                 "partition_index": partition,
-                "error_code": r.error_code,
+                "error_code": self._unhosted_error(topic, partition, r.error_code),
                 "high_watermark": r.high_watermark,
                 "last_stable_offset": r.last_stable_offset,
                 "log_start_offset": r.log_start_offset,
@@ -713,6 +713,17 @@ class KafkaApis:
             },
         )
 
+    def _unhosted_error(self, topic: str, partition: int, code: int) -> int:
+        """Kafka's ReplicaManager.getPartitionOrError: a partition the cluster metadata has but
+        this broker does not host is NOT_LEADER_OR_FOLLOWER (the client refreshes metadata and
+        goes to the right broker); UNKNOWN_TOPIC_OR_PARTITION only when nobody has it."""
+        if (
+            code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+            and self.cluster is not None
+            and self.cluster.image.partition(topic, partition) is not None
+        ):
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        return code
 
     # -- OffsetForLeaderEpoch / ElectLeaders -----------------------------------------------
 
@@ -726,7 +737,7 @@ class KafkaApis:
                 )
                 parts.append(
                     {
-                        "error_code": int(r.error),
+                        "error_code": self._unhosted_error(t.topic, p.partition, int(r.error)),
                         "partition": p.partition,
                         "leader_epoch": r.leader_epoch,
                         "end_offset": r.end_offset,
