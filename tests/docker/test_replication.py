@@ -62,6 +62,22 @@ def cluster(cluster_images: dict[str, str], run_id_factory) -> Iterator[Cluster]
         yield c
 
 
+def test_topics_describe_through_the_proxies_shows_the_full_isr(cluster: Cluster) -> None:
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "topics", "describe",
+         "--bootstrap", cluster.bootstrap, "--topic", TOPIC],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout
+    line = next(ln for ln in out.splitlines() if ln.startswith(f"Topic: {TOPIC} Partition: 0"))
+    leader, isr = _isr(cluster.bootstrap)
+    assert f"Leader: {leader}" in line
+    assert "Replicas: " in line and "Isr: " in line
+    assert sorted(int(x) for x in line.split("Isr: ")[1].split()[0].split(",")) == [1, 2, 3]
+    assert isr == [1, 2, 3]
+
+
 def test_partitioned_follower_leaves_and_rejoins_the_isr(cluster: Cluster) -> None:
     leader, _ = _isr(cluster.bootstrap)
     follower = next(i for i in (1, 2, 3) if i != leader)
