@@ -267,16 +267,23 @@ class Nemesis:
             if not pairs:
                 raise ResolutionError(f"no proxied link from {step.src} to {step.dst}")
             if a == "latency":
-                def act() -> None:
-                    for x, y in pairs:
-                        net.latency(x, y, int(p["ms"]), int(p.get("jitter_ms") or 0))
+                kind, attrs = "latency", {"latency": int(p["ms"]),
+                                          "jitter": int(p.get("jitter_ms") or 0)}
             else:
-                def act() -> None:
-                    for x, y in pairs:
-                        net.bandwidth(x, y, int(p["kbps"]))
+                kind, attrs = "bandwidth", {"rate": int(p["kbps"])}
+
+            def act() -> None:
+                for x, y in pairs:
+                    for link, stream in _streams(net, x, y):
+                        net._add_toxic(link, f"{kind}-{stream}", stream, kind, attrs)
+
+            def undo() -> None:
+                for x, y in pairs:
+                    for link, stream in _streams(net, x, y):
+                        net._remove_toxic(link, f"{kind}-{stream}")
+
             links = [f"{x}->{y}" for x, y in pairs]
-            return (tuple(links), act, lambda: [net.clear(x, y) for x, y in pairs],
-                    {"links": links})
+            return (tuple(links), act, undo, {"links": links})
         if a == "heal":
             return ((), net.heal_all, None, {})
         if a == "heal-all":
@@ -351,6 +358,19 @@ class Nemesis:
 
 
 _EMPTY = ClusterState(brokers=(), alive=frozenset(), partitions={})
+
+
+def _streams(net: Any, src: str, dst: str) -> list[tuple[Any, str]]:
+    """Every (proxy, stream) carrying bytes from src to dst. Net.latency picks one proxy, but
+    between two brokers bytes from a to b flow on BOTH proxies: upstream of a->b (a's requests)
+    and downstream of b->a (a's responses, e.g. a leader's fetch responses to follower b).
+    A link fault on "bytes from a to b" must cover both, so it uses Net's toxic primitives."""
+    out = []
+    if (src, dst) in net.links:
+        out.append((net.links[(src, dst)], "upstream"))
+    if (dst, src) in net.links:
+        out.append((net.links[(dst, src)], "downstream"))
+    return out
 
 
 def _linked(net: Any, a: str, b: str) -> bool:
