@@ -7,6 +7,9 @@ by index (`faults.0.at=3`), free-form maps taking the rest of the path as one ke
 The value is parsed as YAML. Then the tree is checked: unknown keys, types and ranges, acks,
 action names and their parameters, targets against the cluster's brokers and partitions,
 conditions parsed (a bad one is reported with its line and column), expectations.
+`modes` (named variants: switches, set, expected, lost_by_acks) become `--set`-style overrides;
+every mode is validated by loading the plan with its overrides, and `mode_overrides` returns
+them for a run.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from harness.plan.model import (
     ConsumerSpec,
     DrainSpec,
     Expectation,
+    ModeSpec,
     NemesisSpec,
     Plan,
     ProducerSpec,
@@ -69,9 +73,19 @@ def load_plan(path: str | Path, overrides: Mapping[str, str] | None = None) -> P
     return parse_plan(text, source, overrides)
 
 
-def parse_plan(text: str, source: str = "<plan>", overrides: Mapping[str, str] | None = None
-               ) -> Plan:
-    """Like load_plan, for plan text already in memory (`source` names it in errors)."""
+def mode_overrides(plan: Plan, mode: str) -> dict[str, str]:
+    """The overrides that select `mode` of `plan`; PlanError naming the plan's modes if unknown."""
+    if mode not in plan.modes:
+        known = ", ".join(plan.modes) or "none"
+        raise PlanError(plan.source, None, "modes", f"no mode {mode!r} (plan has: {known})"
+                        f"{_suggest(mode, plan.modes)}")
+    return dict(plan.modes[mode].overrides)
+
+
+def parse_plan(text: str, source: str = "<plan>", overrides: Mapping[str, str] | None = None,
+               *, check_modes: bool = True) -> Plan:
+    """Like load_plan, for plan text already in memory (`source` names it in errors).
+    check_modes: also load the plan once per mode, so a mode's bad override is reported."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as e:
@@ -85,7 +99,16 @@ def parse_plan(text: str, source: str = "<plan>", overrides: Mapping[str, str] |
     b = _Builder(source)
     for key, value in (overrides or {}).items():
         root = b.apply_override(root, key, value)
-    return b.plan(root, dict(overrides or {}))
+    plan = b.plan(root, dict(overrides or {}))
+    if check_modes:
+        for mode in plan.modes.values():
+            try:
+                parse_plan(text, source, {**mode.overrides, **(overrides or {})},
+                           check_modes=False)
+            except PlanError as e:
+                where = f"modes.{mode.name}" + (f" ({e.origin})" if e.origin else "")
+                raise PlanError(source, e.line, e.field, e.message, origin=where) from e
+    return plan
 
 
 def parse_overrides(items: Iterable[str]) -> dict[str, str]:
@@ -282,12 +305,14 @@ class _Builder:
     # ---------- the plan ----------
     def plan(self, root: Node, overrides: dict[str, str]) -> Plan:
         m = self.mapping(root, "", ("name", "description", "cluster", "workload", "faults",
-                                    "nemesis", "expected", "settle", "drain"),
+                                    "nemesis", "expected", "settle", "drain", "modes",
+                                    "title"),
                          required=("cluster", "workload"))
         name = Path(self.source).stem
         if "name" in m:
             name = self.str_(m["name"][1], "name")
         description = self.str_(m["description"][1], "description") if "description" in m else ""
+        title = self.str_(m["title"][1], "title").strip() if "title" in m else ""
         cluster = self.cluster(m["cluster"][1], "cluster")
         workload = self.workload(m["workload"][1], "workload")
         faults = self.faults(m["faults"][1], "faults") if "faults" in m else ()
@@ -309,9 +334,60 @@ class _Builder:
             kw = {k: self.num(v, f"drain.{k}", hi=MAX_TIMEOUT, positive=True)
                   for k, (_, v) in d.items()}
             drain = DrainSpec(**kw)
+        modes = self.modes(m["modes"][1], "modes") if "modes" in m else {}
         return Plan(name=name, description=description.strip(), source=self.source,
                     cluster=cluster, workload=workload, faults=faults, nemesis=nemesis,
-                    expected=expected, settle=settle, drain=drain, overrides=overrides)
+                    expected=expected, settle=settle, drain=drain, overrides=overrides,
+                    modes=modes, title=title)
+
+    def modes(self, node: Node, path: str) -> dict[str, ModeSpec]:
+        """Each mode as overrides: switches -> cluster.switches.<k>, set -> <path>, and
+        expected -> the whole `expected` section (a mode says everything it expects)."""
+        if not isinstance(node, MappingNode) or not node.value:
+            raise self.error(node, path, "expected a mapping of mode name -> mode")
+        out: dict[str, ModeSpec] = {}
+        for knode, vnode in node.value:
+            name = str(self.scalar(knode, path, "a mode name"))
+            mpath = _join(path, name)
+            if not _STEP_NAME.match(name):
+                raise self.error(knode, mpath, "use 1-64 of [A-Za-z0-9._-] for a mode name")
+            if name in out:
+                raise self.error(knode, mpath, "duplicate mode")
+            m = self.mapping(vnode, mpath, ("description", "switches", "set", "expected",
+                                            "lost_by_acks"))
+            ov: dict[str, str] = {}
+            if "switches" in m:
+                for k, v in self.str_map(m["switches"][1], f"{mpath}.switches").items():
+                    ov[f"cluster.switches.{k}"] = v
+            if "set" in m:
+                snode = m["set"][1]
+                if not isinstance(snode, MappingNode):
+                    raise self.error(snode, f"{mpath}.set", "expected a mapping path -> value")
+                for k, v in snode.value:
+                    key = str(self.scalar(k, f"{mpath}.set", "a dotted path"))
+                    ov[key] = _yaml_text(self.ctor.construct_object(v, deep=True))
+            lost: dict[str, Expectation] = {}
+            if "expected" in m:
+                enode = m["expected"][1]
+                exp = self.expected(enode, f"{mpath}.expected")
+                ov["expected"] = _yaml_text({k: str(e) for k, e in exp.items()})
+            if "lost_by_acks" in m:
+                lnode = m["lost_by_acks"][1]
+                lpath = f"{mpath}.lost_by_acks"
+                if not isinstance(lnode, MappingNode):
+                    raise self.error(lnode, lpath, "expected a mapping acks -> expression")
+                for k, v in lnode.value:
+                    acks = self.acks(k, lpath)
+                    e = _EXPECT.match(str(self.scalar(v, _join(lpath, acks), "an expression")))
+                    if e is None:
+                        raise self.error(v, _join(lpath, acks),
+                                         f'expected an expression like "== 0", got '
+                                         f"{_describe(v)}")
+                    lost[acks] = Expectation(f"lost:{acks}", e.group(1), int(e.group(2)))
+            desc = self.str_(m["description"][1], f"{mpath}.description") \
+                if "description" in m else ""
+            out[name] = ModeSpec(name, desc.strip(), ov, lost)
+        return out
 
     def cluster(self, node: Node, path: str) -> ClusterSpec:
         m = self.mapping(node, path, ("brokers", "controllers", "topics", "switches"),
@@ -706,6 +782,12 @@ class _Builder:
                                  f"{_describe(vnode)}")
             out[anomaly] = Expectation(anomaly, match.group(1), int(match.group(2)))
         return out
+
+
+def _yaml_text(value: Any) -> str:
+    """A value as one line of YAML, the way a --set value is written."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=1 << 20).strip()
+    return text[:-3].strip() if text.endswith("\n...") or text.endswith("...") else text
 
 
 def _walk(node: Node) -> Iterable[Node]:

@@ -10,6 +10,9 @@ Semantics the run must keep:
   that many seconds later, on the nodes it resolved to, without blocking later steps.
 - After the last step (and the workload) the run heals everything, waits `settle.timeout_s`
   at most for every partition to have a leader and a full ISR, then drains.
+- `modes`: named variants of the plan (a documented scenario's `legacy` and `fixed`), each a set
+  of overrides applied exactly like `--set` before the user's, so a run records its mode in its
+  overrides and `--replay` repeats it; `mode_overrides` gives them.
 - `expected`: anomaly -> Expectation. Intended verdict: as-expected when every named anomaly
   matches its expression and every unnamed one is 0 (`unseen-info` aside); with no
   expectations, as-expected exactly when valid (HISTORY.md).
@@ -165,6 +168,18 @@ class Expectation:
 
 
 @dataclass(frozen=True)
+class ModeSpec:
+    """One variant of a plan: broker switches, other overrides and what it must show."""
+
+    name: str
+    description: str = ""
+    overrides: dict[str, str] = field(default_factory=dict)  # --set key -> value text
+    # Per acks level, expectations on results.json stats.lost_by_acks (e.g. L3: "1" > 0,
+    # "all" == 0); the checker's verdict does not see these, the scenario runner does.
+    lost_by_acks: dict[str, Expectation] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class SettleSpec:
     timeout_s: float = 60.0
 
@@ -188,6 +203,8 @@ class Plan:
     settle: SettleSpec = SettleSpec()
     drain: DrainSpec = DrainSpec()
     overrides: dict[str, str] = field(default_factory=dict)  # the --set values applied
+    modes: dict[str, ModeSpec] = field(default_factory=dict)
+    title: str = ""  # one line, e.g. for `highwater scenario list`
 
     def expected_text(self) -> dict[str, str]:
         """`expected` as results.json writes it, e.g. {"lost-write": "> 0"}."""
