@@ -1,0 +1,130 @@
+"""`highwater scenario`: the documented loss scenarios and the min.insync.replicas matrix.
+
+    highwater scenario list                       id, title, modes
+    highwater scenario run L1 --mode legacy [--repeat N] [--store DIR] [--set k=v ...]
+    highwater scenario min-isr [--store DIR]
+
+`run` loads the scenario's plan with the mode's overrides (recorded as the run's --set values,
+so `highwater run --replay` repeats the mode), runs it N times through `highwater run`'s Runner,
+prints each run's story (fault timeline, lost / divergent messages with offsets) and the rate:
+the fraction of runs that showed what the mode expects (legacy: the loss or divergence; fixed:
+nothing lost). It writes <store>/scenarios/<id>-<mode>-<ts>.json with every run's outcome.
+Exit 0 when every run reproduced its mode, 1 when some did not, 2 on a bad scenario or mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="scenario_command", metavar="ACTION", required=True)
+    sub.add_parser("list", help="the scenarios: id, title, modes")
+    r = sub.add_parser("run", help="run one scenario in one mode, N times; print the rate")
+    r.add_argument("id", help="scenario id, e.g. L1")
+    r.add_argument("--mode", required=True, help="legacy, fixed (or another mode of the plan)")
+    r.add_argument("--repeat", type=int, default=1, help="how many runs (default 1)")
+    r.add_argument("--store", default="store", help="store root (default: ./store)")
+    r.add_argument("--seed", type=int, default=None, help="seed of the first run (+i after)")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra plan override after the mode's")
+    r.add_argument("--quiet", action="store_true", help="no per-run story")
+    m = sub.add_parser("min-isr", help="RF=3 min.insync.replicas x acks matrix, table + HTML")
+    m.add_argument("--store", default="store", help="store root (default: ./store)")
+    m.add_argument("--min-isr", type=int, action="append", default=None, choices=(1, 2, 3),
+                   help="only these min.insync.replicas values (default 1, 2, 3)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.scenario.catalog import ScenarioError
+
+    try:
+        if args.scenario_command == "list":
+            return _list()
+        if args.scenario_command == "run":
+            return _run(args)
+        from harness.scenario.min_isr import run_matrix
+
+        return run_matrix(Path(args.store), args.min_isr or [1, 2, 3])
+    except ScenarioError as e:
+        print(f"highwater scenario: {e}", file=sys.stderr)
+        return 2
+
+
+def _list() -> int:
+    from harness.scenario.catalog import scenarios
+
+    for s in scenarios():
+        print(f"{s.id:<4} {s.title}  [modes: {', '.join(s.modes)}]")
+    print("min-isr  RF=3 min.insync.replicas {1,2,3} x acks {0,1,all} matrix  "
+          "[highwater scenario min-isr]")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    import random
+    import time
+
+    from harness.nemesis import NemesisError, check_supported
+    from harness.plan.errors import PlanError
+    from harness.plan.loader import parse_overrides
+    from harness.plan.timing import steps_for
+    from harness.run.main import EXIT_NOT_CARRIED_OUT, Runner
+    from harness.scenario.catalog import ScenarioError, find
+    from harness.scenario.outcome import judge, story
+    from harness.store import RunDir, timestamp
+
+    if args.repeat < 1:
+        raise ScenarioError(f"--repeat must be >= 1, got {args.repeat}")
+    sc = find(args.id)
+    if args.mode not in sc.modes:
+        raise ScenarioError(f"{sc.id} has no mode {args.mode!r} (modes: {', '.join(sc.modes)})")
+    try:
+        overrides = {**sc.overrides(args.mode), **parse_overrides(args.set)}
+        plan = sc.load(args.mode, parse_overrides(args.set))
+    except PlanError as e:
+        raise ScenarioError(str(e)) from e
+    mode = plan.modes[args.mode]
+    store = Path(args.store)
+    print(f"scenario {sc.id} ({sc.title}), mode {args.mode}: {mode.description}")
+    outcomes = []
+    first_seed = args.seed if args.seed is not None else random.randrange(2**31)
+    for i in range(args.repeat):
+        seed = first_seed + i
+        try:
+            steps = steps_for(plan, seed=seed, duration_s=None)
+            check_supported(steps)
+        except (PlanError, NemesisError, ValueError) as e:
+            raise ScenarioError(str(e)) from e
+        print(f"--- {sc.id} {args.mode} run {i + 1}/{args.repeat} (seed {seed})")
+        runner = Runner(plan, steps, seed, None, str(sc.path), overrides, store)
+        code = runner.execute()
+        run_dir = RunDir(runner.run_dir.path)
+        results = run_dir.results() if code != EXIT_NOT_CARRIED_OUT else None
+        out = judge(mode, results)
+        outcomes.append({"run": str(run_dir.path), "seed": seed, "exit_code": code,
+                         "reproduced": out.reproduced, "carried_out": out.carried_out,
+                         "anomalies": out.counts, "lost_by_acks": out.lost_by_acks,
+                         "why": out.why})
+        if not args.quiet:
+            print(story(run_dir.path))
+        print(f"run {i + 1}: {'REPRODUCED' if out.reproduced else 'NOT reproduced'}: {out.why}; "
+              f"anomalies {out.counts or 'none'}, lost by acks {out.lost_by_acks}; "
+              f"report {run_dir.path / 'report.html'}")
+    n_ok = sum(o["reproduced"] for o in outcomes)
+    n_done = sum(o["carried_out"] for o in outcomes)
+    what = "showed the expected loss/divergence" if args.mode != "fixed" else "lost nothing"
+    print(f"{sc.id} {args.mode}: {n_ok}/{args.repeat} runs {what} "
+          f"(reproduction rate {n_ok / args.repeat:.0%}; {args.repeat - n_done} not carried out)")
+    out_dir = store / "scenarios"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = out_dir / f"{sc.id}-{args.mode}-{timestamp()}.json"
+    summary.write_text(json.dumps({
+        "scenario": sc.id, "title": sc.title, "mode": args.mode, "repeat": args.repeat,
+        "reproduced": n_ok, "carried_out": n_done, "rate": n_ok / args.repeat,
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": outcomes}, indent=2) + "\n")
+    print(f"summary {summary}")
+    return 0 if n_ok == args.repeat else 1

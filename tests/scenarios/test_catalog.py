@@ -1,0 +1,105 @@
+"""The scenario plans and the scenario judge, without docker: every plan loads in every mode,
+tells its story with a source, drives its faults by broker state, and says what each mode
+must show; `judge` turns results.json into reproduced / not."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.plan.model import Expectation, ModeSpec
+from harness.scenario.catalog import ScenarioError, find, scenarios
+from harness.scenario.outcome import judge, story
+
+ALL = scenarios()
+SOURCE = re.compile(r"KIP-\d+|KAFKA-\d+|Jepsen|Kafka documentation|design")
+
+
+def test_the_priority_scenarios_exist_with_legacy_and_fixed() -> None:
+    ids = [s.id for s in ALL]
+    assert {"L1", "L2", "L3", "L4", "L5"} <= set(ids)
+    for s in ALL:
+        assert {"legacy", "fixed"} <= set(s.modes), s.id
+
+
+@pytest.mark.parametrize("sc", ALL, ids=lambda s: s.id)
+def test_plan_tells_its_story_and_waits_on_state(sc) -> None:
+    assert sc.plan.title and len(sc.plan.description) > 200
+    assert SOURCE.search(sc.plan.description), f"{sc.id}: description names no source"
+    assert any(step.when is not None for step in sc.plan.faults), f"{sc.id}: no `when` step"
+    for mode in sc.modes:
+        plan = sc.load(mode)
+        assert plan.name == f"{sc.id}-{mode}"
+        assert plan.expected, f"{sc.id} {mode}: says nothing it expects"
+
+
+@pytest.mark.parametrize("sc", ALL, ids=lambda s: s.id)
+def test_fixed_mode_expects_nothing_acknowledged_lost(sc) -> None:
+    fixed = sc.load("fixed")
+    lost = fixed.expected.get("lost-write")
+    acks_all = fixed.modes["fixed"].lost_by_acks.get("all")
+    if sc.id in ("L2",):  # documented: the unflushed tail is lost in both modes
+        assert fixed.expected["inconsistent-offset"].matches(0)
+        return
+    assert (lost is not None and str(lost) == "== 0") or str(acks_all) == "== 0", sc.id
+
+
+def test_legacy_modes_expect_the_documented_anomaly() -> None:
+    wants = {"L1": "lost-write", "L2": "inconsistent-offset", "L3": "lost-write",
+             "L4": "lost-write", "L5": "uncommitted-read"}
+    for sid, anomaly in wants.items():
+        assert str(find(sid).load("legacy").expected[anomaly]) == "> 0", sid
+
+
+def test_l3_separates_acks_levels_in_both_modes() -> None:
+    sc = find("L3")
+    for mode in ("legacy", "fixed"):
+        lba = {k: str(v) for k, v in sc.plan.modes[mode].lost_by_acks.items()}
+        assert lba == {"1": "> 0", "all": "== 0"}
+    assert {p.acks for p in sc.load("fixed").workload.producers} == {"1", "all"}
+
+
+def test_unknown_scenario_and_mode_are_clear_errors() -> None:
+    with pytest.raises(ScenarioError, match=r"no scenario 'L99'.*known: L1, L2"):
+        find("L99")
+    with pytest.raises(ScenarioError, match=r"L1: no mode 'new'"):
+        find("L1").overrides("new")
+
+
+def _results(verdict: str, lost_by_acks: dict[str, int], **counts: int) -> dict:
+    return {"verdict": verdict, "expected": {"lost-write": "> 0"},
+            "anomalies": {k.replace("_", "-"): {"count": v} for k, v in counts.items()},
+            "stats": {"lost_by_acks": lost_by_acks}}
+
+
+def test_judge() -> None:
+    mode = ModeSpec("legacy", lost_by_acks={"1": Expectation("lost:1", ">", 0),
+                                            "all": Expectation("lost:all", "==", 0)})
+    ok = judge(mode, _results("as-expected", {"1": 3, "all": 0}, lost_write=3))
+    assert ok.reproduced and ok.counts == {"lost-write": 3}
+    lost_all = judge(mode, _results("as-expected", {"1": 3, "all": 1}, lost_write=4))
+    assert not lost_all.reproduced and "lost acks=all == 0 (got 1)" in lost_all.why
+    none = judge(ModeSpec("legacy"), _results("unexpected", {}, lost_write=0))
+    assert not none.reproduced and "lost-write > 0 (got 0)" in none.why
+    missing = judge(ModeSpec("fixed"), None)
+    assert not missing.reproduced and not missing.carried_out
+
+
+def test_story_prints_timeline_and_lost_messages_with_offsets(tmp_path: Path) -> None:
+    history = [
+        {"index": 0, "process": 0, "type": "invoke", "f": "send", "topic": "t", "partition": 0,
+         "value": 7, "acks": "all"},
+        {"index": 1, "process": 0, "type": "ok", "f": "send", "topic": "t", "partition": 0,
+         "value": 7, "acks": "all", "offset": 41},
+    ]
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(h) + "\n" for h in history))
+    (tmp_path / "run.json").write_text(json.dumps({"nemesis_events": [
+        {"elapsed_s": 2.5, "step": "kill-leader", "kind": "start", "text": "kill broker-1"}]}))
+    (tmp_path / "results.json").write_text(json.dumps({"anomalies": {"lost-write": {
+        "count": 1, "by_partition": {"t-0": 1}, "examples": [[0, 1]]}}}))
+    text = story(tmp_path)
+    assert "2.5s start   kill-leader: kill broker-1" in text
+    assert "lost-write: 1" in text and "send 7 acks=all ok t-0@41" in text
