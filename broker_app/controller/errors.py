@@ -1,38 +1,14 @@
-"""Kafka error codes the controller answers with (Kafka's names and numbers, see Errors.java)."""
+"""The controller's rejection type; error codes come from broker_app.protocol.error_codes.
+
+`Errors` is re-exported here so controller code and its tests keep one import site, while the
+numbers themselves have a single source shared with the broker.
+"""
 
 from __future__ import annotations
 
-from enum import IntEnum
+from broker_app.protocol.error_codes import Errors
 
-
-class Errors(IntEnum):
-    NONE = 0
-    OFFSET_OUT_OF_RANGE = 1
-    UNKNOWN_TOPIC_OR_PARTITION = 3
-    LEADER_NOT_AVAILABLE = 5
-    INVALID_TOPIC_EXCEPTION = 17
-    UNSUPPORTED_VERSION = 35
-    TOPIC_ALREADY_EXISTS = 36
-    INVALID_PARTITIONS = 37
-    INVALID_REPLICATION_FACTOR = 38
-    INVALID_REPLICA_ASSIGNMENT = 39
-    INVALID_CONFIG = 40
-    NOT_CONTROLLER = 41
-    INVALID_REQUEST = 42
-    OPERATION_NOT_ATTEMPTED = 55
-    FENCED_LEADER_EPOCH = 74
-    STALE_BROKER_EPOCH = 77
-    PREFERRED_LEADER_NOT_AVAILABLE = 80
-    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
-    ELECTION_NOT_NEEDED = 84
-    NO_REASSIGNMENT_IN_PROGRESS = 85
-    INVALID_UPDATE_VERSION = 95
-    UNKNOWN_TOPIC_ID = 100
-    DUPLICATE_BROKER_REGISTRATION = 101
-    BROKER_ID_NOT_REGISTERED = 102
-    INCONSISTENT_CLUSTER_ID = 104
-    INELIGIBLE_REPLICA = 107
-    UNKNOWN_SERVER_ERROR = -1
+__all__ = ["ControllerError", "Errors"]
 
 
 class ControllerError(Exception):

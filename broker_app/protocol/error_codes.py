@@ -1,7 +1,8 @@
 """Kafka error codes used by this broker, with Kafka's names (see kafka.common.protocol.Errors).
 
-The single source of error numbers for the broker: broker_app.replication.errors re-exports
-this enum, so the replication core and the request handlers cannot disagree on a value.
+The single source of error numbers for the broker and the controller: broker_app.replication.errors
+and broker_app.controller.errors re-export this enum, so the replication core, the request handlers
+and the controller cannot disagree on a value.
 """
 
 from __future__ import annotations
@@ -45,7 +46,14 @@ class Errors(IntEnum):
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75  # (76 is UNSUPPORTED_COMPRESSION_TYPE)
     STALE_BROKER_EPOCH = 77
+    PREFERRED_LEADER_NOT_AVAILABLE = 80
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
     INVALID_RECORD = 87
     INVALID_UPDATE_VERSION = 95
     UNKNOWN_TOPIC_ID = 100
+    DUPLICATE_BROKER_REGISTRATION = 101
+    BROKER_ID_NOT_REGISTERED = 102
+    INCONSISTENT_CLUSTER_ID = 104
     INELIGIBLE_REPLICA = 107
