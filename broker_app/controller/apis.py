@@ -9,20 +9,10 @@ the only versions kio ships).
 
 from __future__ import annotations
 
-import logging
 from enum import IntEnum
-from functools import cache
-from typing import Any
-
-from kio.schema.request_header.v1 import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2 import RequestHeader as RequestHeaderV2
-from kio.serial import entity_reader
 
 from broker_app.protocol.apis import VersionRange
-from broker_app.protocol.codec import Request, peek_header, request_class
-from broker_app.protocol.errors import MalformedRequest, UnsupportedRequest
-
-log = logging.getLogger(__name__)
+from broker_app.protocol.codec import Request, decode_request
 
 
 class ControllerApiKey(IntEnum):
@@ -50,30 +40,6 @@ CONTROLLER_APIS: dict[int, VersionRange] = {
 }
 
 
-@cache
-def _reader(cls: type) -> Any:
-    return entity_reader(cls)
-
-
 def decode_controller_request(frame: bytes) -> Request:
-    """Like codec.decode_request, against CONTROLLER_APIS. Raises ProtocolError subclasses."""
-    api_key, api_version, correlation_id = peek_header(frame)
-    vr = CONTROLLER_APIS.get(api_key)
-    if vr is None or api_version not in vr:
-        if api_key == ControllerApiKey.API_VERSIONS:
-            return Request(api_key, api_version, correlation_id, None, None, True)
-        raise UnsupportedRequest(api_key, api_version, correlation_id)
-    cls = request_class(api_key, api_version)
-    header_cls = RequestHeaderV2 if cls.__flexible__ else RequestHeaderV1
-    where = f"api_key={api_key} api_version={api_version} correlation_id={correlation_id}"
-    try:
-        header, offset = _reader(header_cls)(frame, 0)
-    except Exception as e:
-        raise MalformedRequest(f"bad request header ({where}): {type(e).__name__}: {e}") from e
-    try:
-        body, _size = _reader(cls)(frame, offset)
-    except Exception as e:
-        raise MalformedRequest(
-            f"bad {cls.__name__} body at byte {offset} ({where}): {type(e).__name__}: {e}"
-        ) from e
-    return Request(api_key, api_version, correlation_id, header.client_id, body)
+    """codec.decode_request against CONTROLLER_APIS. Raises ProtocolError subclasses."""
+    return decode_request(frame, CONTROLLER_APIS)

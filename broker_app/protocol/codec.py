@@ -1,6 +1,7 @@
 """Request decoding and response encoding with kio, sans-I/O.
 
-decode_request(frame) -> Request: reads api key/version/correlation id, rejects what apis.py
+decode_request(frame, apis=SUPPORTED_APIS) -> Request: reads api key/version/correlation id,
+rejects what the given API table (the broker's apis.py by default; the controller passes its own)
 does not advertise (UnsupportedRequest), except ApiVersions at an unknown version, which comes
 back as Request(body=None, unsupported_api_versions=True) so the handler can answer in the v0
 format (KIP-511: clients then retry with a version from the returned ranges). The request header
@@ -15,6 +16,7 @@ from __future__ import annotations
 import io
 import logging
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -24,7 +26,7 @@ from kio.schema.request_header.v1 import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2 import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 
-from .apis import ApiKey, is_supported
+from .apis import SUPPORTED_APIS, ApiKey, VersionRange
 from .errors import MalformedRequest, UnsupportedRequest
 
 log = logging.getLogger(__name__)
@@ -72,9 +74,11 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
     return _PREFIX.unpack_from(frame, 0)
 
 
-def decode_request(frame: bytes) -> Request:
+def decode_request(frame: bytes, apis: Mapping[int, VersionRange] = SUPPORTED_APIS) -> Request:
+    """Decode one frame, accepting only the (api, version) ranges in `apis`."""
     api_key, api_version, correlation_id = peek_header(frame)
-    if not is_supported(api_key, api_version):
+    vr = apis.get(api_key)
+    if vr is None or api_version not in vr:
         if api_key == ApiKey.API_VERSIONS:
             return Request(api_key, api_version, correlation_id, None, None, True)
         raise UnsupportedRequest(api_key, api_version, correlation_id)
