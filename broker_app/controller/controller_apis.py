@@ -19,8 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker_app.metadata.records import METADATA_PARTITION, METADATA_TOPIC
-from broker_app.protocol.codec import Request, response_class
-from broker_app.protocol.entities import build
+from broker_app.protocol.codec import Request
+from broker_app.server.api_common import (
+    api_versions_response,
+    image_topic_metadata,
+    metadata_topic_error,
+    ms,
+    requested_topic_names,
+    respond,
+)
 from broker_app.storage.errors import OffsetOutOfRangeError
 
 from .apis import CONTROLLER_APIS, ControllerApiKey
@@ -48,13 +55,6 @@ FETCH_MAX_WAIT_CAP_MS = 30_000
 class DelayedMetadataFetch:
     max_wait_ms: int
     complete: Callable[[bool], Any]  # complete(force) -> response, or None to keep waiting
-
-
-def _ms(value: Any) -> int:
-    if value is None:
-        return 0
-    ms = int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
-    return max(ms, 0)
 
 
 class ControllerApis:
@@ -85,23 +85,12 @@ class ControllerApis:
 
     @staticmethod
     def _respond(request: Request, data: dict[str, Any]) -> Any:
-        return build(response_class(request.api_key, request.api_version), data)
+        return respond(request, data)
 
     # --- ApiVersions / Metadata ---------------------------------------------------------
 
     def handle_api_versions(self, request: Request, now_ms: int) -> Any:
-        api_keys = [
-            {"api_key": k, "min_version": vr.min_version, "max_version": vr.max_version}
-            for k, vr in sorted(CONTROLLER_APIS.items())
-        ]
-        if request.unsupported_api_versions:
-            return build(
-                response_class(ControllerApiKey.API_VERSIONS, 0),
-                {"error_code": Errors.UNSUPPORTED_VERSION, "api_keys": api_keys},
-            )
-        return self._respond(
-            request, {"error_code": Errors.NONE, "api_keys": api_keys, "throttle_time": 0}
-        )
+        return api_versions_response(request, CONTROLLER_APIS)
 
     def handle_metadata(self, request: Request, now_ms: int) -> Any:
         image = self.controller.image
@@ -111,51 +100,13 @@ class ControllerApis:
         for b in image.live_brokers():
             reg = image.brokers[b]
             brokers.append({"node_id": b, "host": reg.host, "port": reg.port, "rack": reg.rack})
-        requested = request.body.topics
-        if requested is None or (request.api_version == 0 and not requested):
-            names: list[str | None] = sorted(image.topics)
-        else:
-            names = []
-            for t in requested:
-                name = t.name
-                if name is None and getattr(t, "topic_id", None) is not None:
-                    found = image.topic_by_id(t.topic_id)
-                    name = found.name if found else None
-                names.append(name)
         topics = []
-        for name in names:
+        for name in requested_topic_names(request, image):
             topic = image.topics.get(name) if name is not None else None
             if topic is None:
-                topics.append(
-                    {
-                        "error_code": Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                        "name": name or "",
-                        "topic_id": uuid.UUID(int=0),
-                        "partitions": [],
-                    }
-                )
+                topics.append(metadata_topic_error(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
-            partitions = [
-                {
-                    "error_code": Errors.NONE if reg.has_leader else Errors.LEADER_NOT_AVAILABLE,
-                    "partition_index": idx,
-                    "leader_id": reg.leader,
-                    "leader_epoch": reg.leader_epoch,
-                    "replica_nodes": list(reg.replicas),
-                    "isr_nodes": list(reg.isr),
-                    "offline_replicas": [r for r in reg.replicas if not image.is_live(r)],
-                }
-                for idx, reg in sorted(topic.partitions.items())
-            ]
-            topics.append(
-                {
-                    "error_code": Errors.NONE,
-                    "name": topic.name,
-                    "topic_id": topic.topic_id,
-                    "is_internal": False,
-                    "partitions": partitions,
-                }
-            )
+            topics.append(image_topic_metadata(image, topic))
         return self._respond(
             request,
             {
@@ -365,7 +316,7 @@ class ControllerApis:
             for t in body.topics
             for p in t.partitions
         ]
-        max_wait_ms = min(_ms(body.max_wait), FETCH_MAX_WAIT_CAP_MS)
+        max_wait_ms = min(ms(body.max_wait), FETCH_MAX_WAIT_CAP_MS)
 
         def complete(force: bool) -> Any:
             parts = [self._fetch_one(*w) for w in wanted]

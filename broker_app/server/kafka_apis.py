@@ -33,8 +33,7 @@ from broker_app.config import BrokerConfig
 from broker_app.coordinator.group_coordinator import GroupCoordinator, OffsetAndMetadata
 from broker_app.coordinator.producer_ids import ProducerIdManager
 from broker_app.protocol.apis import SUPPORTED_APIS, ApiKey
-from broker_app.protocol.codec import Request, response_class
-from broker_app.protocol.entities import build
+from broker_app.protocol.codec import Request
 from broker_app.protocol.error_codes import Errors
 from broker_app.replication.replica_manager import (
     ACKS_ALL,
@@ -44,6 +43,14 @@ from broker_app.replication.replica_manager import (
 )
 from broker_app.storage.errors import StorageError
 
+from .api_common import (
+    api_versions_response,
+    image_topic_metadata,
+    metadata_topic_error,
+    ms,
+    requested_topic_names,
+    respond,
+)
 from .topic_store import TopicError, TopicInfo, TopicStore
 
 log = logging.getLogger(__name__)
@@ -95,14 +102,6 @@ class DelayedFetch:
     complete: Callable[[bool], Any]  # complete(force) -> response entity, or None to keep waiting
 
 
-def _ms(value: Any) -> int:
-    """kio gives durations as timedelta; clients may send negative values (treated as 0)."""
-    if value is None:
-        return 0
-    ms = int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
-    return max(ms, 0)
-
-
 class KafkaApis:
     def __init__(
         self,
@@ -143,7 +142,7 @@ class KafkaApis:
         return self._handlers[request.api_key](request)
 
     def _respond(self, request: Request, data: dict[str, Any]) -> Any:
-        return build(response_class(request.api_key, request.api_version), data)
+        return respond(request, data)
 
     def _host_topic(self, info: TopicInfo) -> None:
         min_isr = info.min_insync_replicas(self.config.min_insync_replicas)
@@ -153,23 +152,12 @@ class KafkaApis:
     # -- ApiVersions --------------------------------------------------------------------
 
     def handle_api_versions(self, request: Request) -> Any:
-        api_keys = [
-            {"api_key": k, "min_version": vr.min_version, "max_version": vr.max_version}
-            for k, vr in sorted(SUPPORTED_APIS.items())
-        ]
         if request.unsupported_api_versions:
-            # KIP-511: answer in v0 (readable by every client), listing our ranges.
             log.info(
                 "ApiVersions v%d unsupported; replying UNSUPPORTED_VERSION in v0",
                 request.api_version,
             )
-            return build(
-                response_class(ApiKey.API_VERSIONS, 0),
-                {"error_code": Errors.UNSUPPORTED_VERSION, "api_keys": api_keys},
-            )
-        return self._respond(
-            request, {"error_code": Errors.NONE, "api_keys": api_keys, "throttle_time": 0}
-        )
+        return api_versions_response(request, SUPPORTED_APIS)
 
     # -- Metadata -----------------------------------------------------------------------
 
@@ -191,9 +179,7 @@ class KafkaApis:
             if info is None and name is None and topic_id is not None:
                 info = self.topics.by_id.get(topic_id)
                 if info is None:
-                    topics.append(
-                        self._metadata_topic_error(None, topic_id, Errors.UNKNOWN_TOPIC_ID)
-                    )
+                    topics.append(metadata_topic_error(None, topic_id, Errors.UNKNOWN_TOPIC_ID))
                     continue
             if info is None and name is not None:
                 if allow_auto and self.config.auto_create_topics:
@@ -206,11 +192,11 @@ class KafkaApis:
                         )
                         log.info("auto-created topic %r", name)
                     except TopicError as e:
-                        topics.append(self._metadata_topic_error(name, None, e.error_code))
+                        topics.append(metadata_topic_error(name, None, e.error_code))
                         continue
                 else:
                     topics.append(
-                        self._metadata_topic_error(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                        metadata_topic_error(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION)
                     )
                     continue
             assert info is not None
@@ -236,17 +222,7 @@ class KafkaApis:
             reg = image.brokers[b]
             brokers.setdefault(b, {"node_id": b, "host": reg.host, "port": reg.port,
                                    "rack": reg.rack})  # fmt: skip
-        requested = body.topics
-        if requested is None or (request.api_version == 0 and not requested):
-            names: list[str | None] = sorted(image.topics)
-        else:
-            names = []
-            for t in requested:
-                name = t.name
-                if name is None and getattr(t, "topic_id", None) is not None:
-                    found = image.topic_by_id(t.topic_id)
-                    name = found.name if found else None
-                names.append(name)
+        names = requested_topic_names(request, image)
         allow_auto = getattr(body, "allow_auto_topic_creation", True)
         topics = []
         for name in names:
@@ -256,23 +232,9 @@ class KafkaApis:
                 if name and allow_auto and self.config.auto_create_topics:
                     self.cluster.auto_create_topic(name)
                     code = Errors.LEADER_NOT_AVAILABLE  # clients retry until it exists
-                topics.append(self._metadata_topic_error(name, None, code))
+                topics.append(metadata_topic_error(name, None, code))
                 continue
-            partitions = [
-                {
-                    "error_code": Errors.NONE if reg.has_leader else Errors.LEADER_NOT_AVAILABLE,
-                    "partition_index": idx,
-                    "leader_id": reg.leader,
-                    "leader_epoch": reg.leader_epoch,
-                    "replica_nodes": list(reg.replicas),
-                    "isr_nodes": list(reg.isr),
-                    "offline_replicas": [r for r in reg.replicas if not image.is_live(r)],
-                }
-                for idx, reg in sorted(topic.partitions.items())
-            ]
-            topics.append({"error_code": Errors.NONE, "name": topic.name,
-                           "topic_id": topic.topic_id, "is_internal": False,
-                           "partitions": partitions})  # fmt: skip
+            topics.append(image_topic_metadata(image, topic))
         return self._respond(
             request,
             {
@@ -305,15 +267,6 @@ class KafkaApis:
             "topic_id": info.topic_id,
             "is_internal": False,
             "partitions": partitions,
-        }
-
-    @staticmethod
-    def _metadata_topic_error(name: str | None, topic_id: Any, code: int) -> dict[str, Any]:
-        return {
-            "error_code": code,
-            "name": name if name is not None else "",
-            "topic_id": topic_id or uuid.UUID(int=0),
-            "partitions": [],
         }
 
     # -- CreateTopics ---------------------------------------------------------------------
@@ -435,7 +388,7 @@ class KafkaApis:
             sync = self.replica_manager.append_records(
                 acks,
                 entries,
-                timeout_ms=max(_ms(body.timeout), 1),
+                timeout_ms=max(ms(body.timeout), 1),
                 callback=lambda res: deferred.resolve(
                     self._produce_response(request, res, txn_rejected)
                 ),
@@ -513,7 +466,7 @@ class KafkaApis:
                 )
         max_bytes = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
         min_bytes = body.min_bytes
-        max_wait_ms = min(_ms(body.max_wait), self.config.fetch_max_wait_ms_cap)
+        max_wait_ms = min(ms(body.max_wait), self.config.fetch_max_wait_ms_cap)
 
         def complete(force: bool) -> Any:
             results = self.replica_manager.fetch_messages(reqs, max_bytes, body.replica_id)

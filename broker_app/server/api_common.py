@@ -1,0 +1,95 @@
+"""Request-handler pieces shared by the broker (KafkaApis) and the controller (ControllerApis).
+
+Pure functions over kio requests and a metadata image, no I/O. Contract:
+- respond(request, data) builds the response entity for the request's own api key and version;
+- api_versions_response(request, apis) answers ApiVersions from an API table, in v0 with
+  UNSUPPORTED_VERSION when the client asked for a version we do not speak (KIP-511);
+- requested_topic_names / image_topic_metadata / metadata_topic_error turn a Metadata request
+  and a MetadataImage into the response's topic entries, exactly as the metadata log has them;
+- ms(value) turns a kio duration (timedelta or int) into non-negative milliseconds.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from broker_app.protocol.apis import ApiKey, VersionRange
+from broker_app.protocol.codec import Request, response_class
+from broker_app.protocol.entities import build
+from broker_app.protocol.error_codes import Errors
+
+
+def ms(value: Any) -> int:
+    """kio gives durations as timedelta; clients may send negative values (treated as 0)."""
+    if value is None:
+        return 0
+    ms = int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
+    return max(ms, 0)
+
+
+def respond(request: Request, data: dict[str, Any]) -> Any:
+    return build(response_class(request.api_key, request.api_version), data)
+
+
+def api_versions_response(request: Request, apis: Mapping[int, VersionRange]) -> Any:
+    api_keys = [
+        {"api_key": k, "min_version": vr.min_version, "max_version": vr.max_version}
+        for k, vr in sorted(apis.items())
+    ]
+    if request.unsupported_api_versions:
+        # KIP-511: answer in v0 (readable by every client), listing our ranges.
+        return build(
+            response_class(ApiKey.API_VERSIONS, 0),
+            {"error_code": Errors.UNSUPPORTED_VERSION, "api_keys": api_keys},
+        )
+    return respond(request, {"error_code": Errors.NONE, "api_keys": api_keys, "throttle_time": 0})
+
+
+def requested_topic_names(request: Request, image: Any) -> list[str | None]:
+    """Topic names a Metadata request asks about (all topics for null, or empty at v0);
+    topic ids are resolved through the image, None where neither name nor id is known."""
+    requested = request.body.topics
+    if requested is None or (request.api_version == 0 and not requested):
+        return sorted(image.topics)
+    names: list[str | None] = []
+    for t in requested:
+        name = t.name
+        if name is None and getattr(t, "topic_id", None) is not None:
+            found = image.topic_by_id(t.topic_id)
+            name = found.name if found else None
+        names.append(name)
+    return names
+
+
+def image_topic_metadata(image: Any, topic: Any) -> dict[str, Any]:
+    """A Metadata topic entry as committed in the image; offline replicas are fenced ones."""
+    partitions = [
+        {
+            "error_code": Errors.NONE if reg.has_leader else Errors.LEADER_NOT_AVAILABLE,
+            "partition_index": idx,
+            "leader_id": reg.leader,
+            "leader_epoch": reg.leader_epoch,
+            "replica_nodes": list(reg.replicas),
+            "isr_nodes": list(reg.isr),
+            "offline_replicas": [r for r in reg.replicas if not image.is_live(r)],
+        }
+        for idx, reg in sorted(topic.partitions.items())
+    ]
+    return {
+        "error_code": Errors.NONE,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": False,
+        "partitions": partitions,
+    }
+
+
+def metadata_topic_error(name: str | None, topic_id: Any, code: int) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "name": name if name is not None else "",
+        "topic_id": topic_id or uuid.UUID(int=0),
+        "partitions": [],
+    }
