@@ -61,13 +61,12 @@ class Launcher:
 
     def __call__(self, run: PlannedRun, remaining_s: float) -> RunRecord:
         e = run.entry
-        if not isinstance(e, PlanEntry):
-            if not command_exists("scenario"):
-                return skipped(run, "needs `highwater scenario min-isr`, which does not exist yet")
-            return skipped(run, "min-isr entries are not wired to `highwater scenario` yet")
-        if e.mode is not None:
-            return skipped(run, f"mode {e.mode} needs `highwater scenario run`, which does not "
-                                "exist yet")
+        if not isinstance(e, PlanEntry) or e.mode is not None:
+            what = ("`highwater scenario min-isr`" if not isinstance(e, PlanEntry)
+                    else f"`highwater scenario run --mode {e.mode}`")
+            state = ("is not wired into the nightly yet" if command_exists("scenario")
+                     else "does not exist yet")
+            return skipped(run, f"needs {what}, which {state}")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_dir / f"{run.index:02d}-{safe_name(run.label)}.log"
         before = {r.path for r in Store(self.store).runs(e.plan_name)}
