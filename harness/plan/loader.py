@@ -354,7 +354,7 @@ class _Builder:
             if name in out:
                 raise self.error(knode, mpath, "duplicate mode")
             m = self.mapping(vnode, mpath, ("description", "switches", "set", "expected",
-                                            "lost_by_acks"))
+                                            "lost_by_acks", "diverged_offsets"))
             ov: dict[str, str] = {}
             if "switches" in m:
                 for k, v in self.str_map(m["switches"][1], f"{mpath}.switches").items():
@@ -384,9 +384,18 @@ class _Builder:
                                          f'expected an expression like "== 0", got '
                                          f"{_describe(v)}")
                     lost[acks] = Expectation(f"lost:{acks}", e.group(1), int(e.group(2)))
+            diverged = None
+            if "diverged_offsets" in m:
+                dnode = m["diverged_offsets"][1]
+                e = _EXPECT.match(str(self.scalar(dnode, f"{mpath}.diverged_offsets",
+                                                  "an expression")))
+                if e is None:
+                    raise self.error(dnode, f"{mpath}.diverged_offsets",
+                                     f'expected an expression like "> 0", got {_describe(dnode)}')
+                diverged = Expectation("diverged-offsets", e.group(1), int(e.group(2)))
             desc = self.str_(m["description"][1], f"{mpath}.description") \
                 if "description" in m else ""
-            out[name] = ModeSpec(name, desc.strip(), ov, lost)
+            out[name] = ModeSpec(name, desc.strip(), ov, lost, diverged)
         return out
 
     def cluster(self, node: Node, path: str) -> ClusterSpec:

@@ -177,6 +177,9 @@ class ModeSpec:
     # Per acks level, expectations on results.json stats.lost_by_acks (e.g. L3: "1" > 0,
     # "all" == 0); the checker's verdict does not see these, the scenario runner does.
     lost_by_acks: dict[str, Expectation] = field(default_factory=dict)
+    # On the replicas' logs collected after the run (data/): offsets held by two replicas with
+    # different values (L2's divergence, which clients may never read). None: not checked.
+    diverged_offsets: Expectation | None = None
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,7 @@ def _run(args: argparse.Namespace) -> int:
         code = runner.execute()
         run_dir = RunDir(runner.run_dir.path)
         results = run_dir.results() if code != EXIT_NOT_CARRIED_OUT else None
-        out = judge(mode, results)
+        out = judge(mode, results, run_dir.path)
         outcomes.append({"run": str(run_dir.path), "seed": seed, "exit_code": code,
                          "reproduced": out.reproduced, "carried_out": out.carried_out,
                          "anomalies": out.counts, "lost_by_acks": out.lost_by_acks,

@@ -5,6 +5,9 @@ the checker's verdict is as-expected (the mode's `expected` became the plan's) a
 `lost_by_acks` expectation holds on results.json stats. A run that could not be carried out
 (no results) never counts as reproduced. `story(run_dir)` renders the fault timeline and the
 lost / divergent messages with their offsets from history.jsonl, results.json and run.json.
+`replica_logs(run_dir, partition)` reads every replica's segments from the run's collected
+data/ (offset -> value), and `diverged_offsets` counts offsets two replicas hold with different
+values: the divergence of L2, visible on disk even when no client reads both replicas.
 """
 
 from __future__ import annotations
@@ -29,7 +32,45 @@ class Outcome:
     why: str = ""
 
 
-def judge(mode: ModeSpec, results: dict[str, Any] | None) -> Outcome:
+def replica_logs(run_dir: Path, partition: str = "t-0") -> dict[str, dict[int, str]]:
+    """node -> {offset: value} from data/<node>/**/<partition>/*.log (valid batches only)."""
+    from broker_app.storage.errors import CorruptRecordError
+    from broker_app.storage.records import compute_crc, decode_records, iter_batches
+
+    out: dict[str, dict[int, str]] = {}
+    data = run_dir / "data"
+    if not data.is_dir():
+        return out
+    for node_dir in sorted(p for p in data.iterdir() if p.is_dir()):
+        log: dict[int, str] = {}
+        for seg in sorted(node_dir.rglob(f"{partition}/*.log")):
+            try:
+                for h, view in iter_batches(seg.read_bytes(), allow_partial_tail=True):
+                    if h.magic != 2 or compute_crc(view) != h.crc:
+                        continue
+                    for r in decode_records(view):
+                        log[r.offset] = "" if r.value is None else r.value.decode("utf-8",
+                                                                                  "replace")
+            except CorruptRecordError:
+                continue  # a torn tail: what came before it is kept
+        if log:
+            out[node_dir.name] = log
+    return out
+
+
+def diverged_offsets(logs: dict[str, dict[int, str]]) -> dict[int, dict[str, str]]:
+    """offset -> {node: value} for offsets held by 2+ replicas with different values."""
+    offsets = set().union(*(set(v) for v in logs.values())) if logs else set()
+    out: dict[int, dict[str, str]] = {}
+    for o in sorted(offsets):
+        held = {n: log[o] for n, log in logs.items() if o in log}
+        if len(set(held.values())) > 1:
+            out[o] = held
+    return out
+
+
+def judge(mode: ModeSpec, results: dict[str, Any] | None,
+          run_dir: Path | None = None) -> Outcome:
     if results is None:
         return Outcome(False, False, why="the run could not be carried out (no results.json)")
     counts = {k: int(v["count"]) for k, v in results.get("anomalies", {}).items() if v["count"]}
@@ -41,6 +82,11 @@ def judge(mode: ModeSpec, results: dict[str, Any] | None) -> Outcome:
     for acks, exp in mode.lost_by_acks.items():
         if not exp.matches(lost.get(acks, 0)):
             misses.append(f"lost acks={acks} {exp} (got {lost.get(acks, 0)})")
+    if mode.diverged_offsets is not None:
+        n = len(diverged_offsets(replica_logs(run_dir))) if run_dir is not None else 0
+        counts["diverged-offsets"] = n
+        if not mode.diverged_offsets.matches(n):
+            misses.append(f"diverged offsets on disk {mode.diverged_offsets} (got {n})")
     why = "as expected" if not misses else "expected " + "; ".join(misses)
     return Outcome(not misses, True, counts, lost, why)
 
@@ -94,4 +140,9 @@ def story(run_dir: Path, examples: int = 5) -> str:
         for ex in a.get("examples", [])[:examples]:
             ids = ex if isinstance(ex, list) else [ex]
             lines.append("  " + " | ".join(_describe_op(history.get(int(i))) for i in ids))
+    diverged = diverged_offsets(replica_logs(run_dir))
+    if diverged:
+        lines.append(f"replicas diverge on disk at {len(diverged)} offset(s), e.g.:")
+        for o, held in list(diverged.items())[:examples]:
+            lines.append(f"  offset {o}: " + ", ".join(f"{n}={v}" for n, v in held.items()))
     return "\n".join(lines)
