@@ -7,25 +7,15 @@ Its stderr goes to a file in the tmp dir so a failing test can show the broker's
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
+from procutil import REPO, free_port, read_log, start_process, stop_process, wait_listening
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["REPO", "BrokerProcess", "free_port"]
 
 
 class BrokerProcess:
@@ -57,26 +47,8 @@ class BrokerProcess:
             "--data-dir", str(self.data_dir),
             *self.extra_args,
         ]  # fmt: skip
-        log = open(self.log_path, "ab")
-        try:
-            self.proc = subprocess.Popen(
-                cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log, env=os.environ.copy()
-            )
-        finally:
-            log.close()
-        self._wait_listening()
-
-    @retry(
-        stop=stop_after_delay(30),
-        wait=wait_fixed(0.1),
-        retry=retry_if_exception_type(OSError),
-        reraise=True,
-    )
-    def _wait_listening(self) -> None:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.log()}")
-        socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+        self.proc = start_process(cmd, self.log_path)
+        wait_listening(self.proc, [self.port], "broker", self.log)
 
     def signal(self, sig: int) -> int:
         """Send `sig` and wait (bounded) for exit; returns the exit code."""
@@ -85,18 +57,10 @@ class BrokerProcess:
         return self.proc.wait(timeout=30)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=15)
+        stop_process(self.proc)
 
     def log(self) -> str:
-        with contextlib.suppress(OSError):
-            return self.log_path.read_text(errors="replace")
-        return ""
+        return read_log(self.log_path)
 
 
 @pytest.fixture

@@ -7,11 +7,8 @@ Brokers run `python -m broker_app.server.main --controller ...` (same code as
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -20,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
+from procutil import REPO, free_port, read_log, start_process, stop_process, wait_listening
 
-from ..controller.conftest import ControllerProcess, free_port
+from ..controller.conftest import ControllerProcess
 from .helpers import wait_until
 
-REPO = Path(__file__).resolve().parents[3]
+__all__ = ["REPO", "SESSION_MS", "BrokerProcess", "Cluster"]
 LAG_MS = 1500  # replica.lag.time.max.ms for the tests
 SESSION_MS = 2000  # controller session timeout
 
@@ -55,20 +52,8 @@ class BrokerProcess:
             "--replica-fetch-wait-max-ms", "200", "--replica-fetch-backoff-ms", "100",
             *self.extra,
         ]  # fmt: skip
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log, env=os.environ.copy()
-            )
-        self._wait_listening()
-
-    @retry(stop=stop_after_delay(30), wait=wait_fixed(0.1),
-           retry=retry_if_exception_type(OSError), reraise=True)  # fmt: skip
-    def _wait_listening(self) -> None:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.log()}")
-        for port in (self.port, self.admin_port):
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        self.proc = start_process(cmd, self.log_path)
+        wait_listening(self.proc, [self.port, self.admin_port], "broker", self.log)
 
     def state(self) -> dict[str, Any]:
         url = f"http://127.0.0.1:{self.admin_port}/state"
@@ -90,22 +75,10 @@ class BrokerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
-        if not self.running:
-            return
-        assert self.proc is not None
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=15)
+        stop_process(self.proc, sig, resume=True)
 
     def log(self) -> str:
-        with contextlib.suppress(OSError):
-            return self.log_path.read_text(errors="replace")
-        return ""
+        return read_log(self.log_path)
 
 
 class Cluster:

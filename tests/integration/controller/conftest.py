@@ -8,11 +8,8 @@ failing test can print.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -21,15 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
+from procutil import REPO, free_port, read_log, start_process, stop_process, wait_listening
 
-REPO = Path(__file__).resolve().parents[3]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["REPO", "ControllerProcess", "free_port"]
 
 
 class ControllerProcess:
@@ -53,24 +44,8 @@ class ControllerProcess:
             "--data-dir", str(self.data_dir),
             *self.extra_args,
         ]  # fmt: skip
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log, env=os.environ.copy()
-            )
-        self._wait_listening()
-
-    @retry(
-        stop=stop_after_delay(30),
-        wait=wait_fixed(0.1),
-        retry=retry_if_exception_type(OSError),
-        reraise=True,
-    )
-    def _wait_listening(self) -> None:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"controller exited with {self.proc.returncode}:\n{self.log()}")
-        for port in (self.port, self.admin_port):
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        self.proc = start_process(cmd, self.log_path)
+        wait_listening(self.proc, [self.port, self.admin_port], "controller", self.log)
 
     def state(self) -> dict[str, Any]:
         url = f"http://127.0.0.1:{self.admin_port}/state"
@@ -78,19 +53,10 @@ class ControllerProcess:
             return json.loads(r.read())
 
     def stop(self, sig: int = signal.SIGTERM) -> int | None:
-        if self.proc is None or self.proc.poll() is not None:
-            return None if self.proc is None else self.proc.returncode
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait(timeout=15)
+        return stop_process(self.proc, sig)
 
     def log(self) -> str:
-        with contextlib.suppress(OSError):
-            return self.log_path.read_text(errors="replace")
-        return ""
+        return read_log(self.log_path)
 
 
 @pytest.fixture

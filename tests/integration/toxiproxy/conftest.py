@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import signal
 import socket
 import socketserver
 import subprocess
@@ -23,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from procutil import REPO, stop_process
 from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
 
-REPO = Path(__file__).resolve().parents[3]
 START_TIMEOUT = 30.0
 
 
@@ -79,13 +78,7 @@ def toxiproxy_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serv
         host, port = line.rsplit(" ", 1)[1].strip().rsplit(":", 1)
         yield ServerProcess(host, int(port), proc, log_path)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        stop_process(proc, timeout=10)
 
 
 @pytest.fixture
