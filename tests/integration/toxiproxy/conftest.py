@@ -112,6 +112,10 @@ class _Greet(socketserver.BaseRequestHandler):
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog of 5 overflows when 20 proxied connections
+    # arrive at once on a loaded machine, and an upstream connect that fails
+    # makes the proxy close the client's connection (an empty read in tests).
+    request_queue_size = 128
     received = 0
 
     @property
