@@ -37,3 +37,9 @@ def write_plan(tmp_path: Path) -> Callable[[str], Path]:
         return path
 
     return write
+
+
+PLANS = Path(__file__).resolve().parents[3] / "chaos_plans"
+# chaos_plans/nightly.yaml is the nightly suite (harness.nightly), not a fault plan.
+SUITE_FILES = {"nightly.yaml"}
+EXAMPLE_PLANS = sorted(p for p in PLANS.glob("*.yaml") if p.name not in SUITE_FILES)

@@ -10,9 +10,7 @@ import pytest
 
 from harness.plan import cli
 
-from .conftest import BASE
-
-PLANS = Path(__file__).resolve().parents[3] / "chaos_plans"
+from .conftest import BASE, EXAMPLE_PLANS, PLANS
 
 
 def run(*argv: str) -> int:
@@ -22,7 +20,7 @@ def run(*argv: str) -> int:
 
 
 def test_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
-    paths = [str(p) for p in sorted(PLANS.glob("*.yaml"))]
+    paths = [str(p) for p in EXAMPLE_PLANS]
     assert run("validate", *paths) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == len(paths) and all(line.startswith("OK ") for line in out)

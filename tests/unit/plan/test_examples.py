@@ -9,10 +9,10 @@ import pytest
 from harness.plan import load_plan
 from harness.plan.random_nemesis import generate
 
-PLANS = Path(__file__).resolve().parents[3] / "chaos_plans"
+from .conftest import EXAMPLE_PLANS, PLANS
 
 
-@pytest.mark.parametrize("path", sorted(PLANS.glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", EXAMPLE_PLANS, ids=lambda p: p.name)
 def test_example_plan_loads(path: Path) -> None:
     plan = load_plan(path)
     assert plan.name == path.stem
@@ -21,7 +21,7 @@ def test_example_plan_loads(path: Path) -> None:
 
 
 def test_the_four_required_examples_exist() -> None:
-    names = {p.stem for p in PLANS.glob("*.yaml")}
+    names = {p.stem for p in EXAMPLE_PLANS}
     assert {"smoke", "leader-kill", "acks1-partition", "random"} <= names
 
 

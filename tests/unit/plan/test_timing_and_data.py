@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from harness.plan import load_plan
 from harness.plan.serialize import plan_to_data
 from harness.plan.timing import FIRE, TIMED_OUT, WAIT, step_status, steps_for
 
+from .conftest import EXAMPLE_PLANS, PLANS
 from .states import three_brokers
-
-PLANS = Path(__file__).resolve().parents[3] / "chaos_plans"
 
 
 def test_at_after_and_when() -> None:
@@ -41,7 +39,7 @@ def test_steps_for_scripted_and_random() -> None:
 
 
 def test_plan_to_data_is_json() -> None:
-    for path in sorted(PLANS.glob("*.yaml")):
+    for path in EXAMPLE_PLANS:
         data = json.loads(json.dumps(plan_to_data(load_plan(path))))
         assert data["name"] == path.stem
     data = plan_to_data(load_plan(PLANS / "acks1-partition.yaml"))
