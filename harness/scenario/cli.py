@@ -6,7 +6,8 @@
 
 `run` loads the scenario's plan with the mode's overrides (recorded as the run's --set values,
 so `highwater run --replay` repeats the mode), runs it N times through `highwater run`'s Runner,
-prints each run's story (fault timeline, lost / divergent messages with offsets) and the rate:
+prints each run's story (fault timeline, lost / divergent messages with offsets; also written
+to the run dir as story.txt, beside report.html) and the rate:
 the fraction of runs that showed what the mode expects (legacy: the loss or divergence; fixed:
 nothing lost). It writes <store>/scenarios/<id>-<mode>-<ts>.json with every run's outcome.
 Exit 0 when every run reproduced its mode, 1 when some did not, 2 on a bad scenario or mode.
@@ -109,8 +110,11 @@ def _run(args: argparse.Namespace) -> int:
                          "reproduced": out.reproduced, "carried_out": out.carried_out,
                          "anomalies": out.counts, "lost_by_acks": out.lost_by_acks,
                          "why": out.why})
+        text = story(run_dir.path)
+        if run_dir.path.is_dir():  # beside report.html: the same story, kept with the run
+            (run_dir.path / "story.txt").write_text(text + "\n", encoding="utf-8")
         if not args.quiet:
-            print(story(run_dir.path))
+            print(text)
         print(f"run {i + 1}: {'REPRODUCED' if out.reproduced else 'NOT reproduced'}: {out.why}; "
               f"anomalies {out.counts or 'none'}, lost by acks {out.lost_by_acks}; "
               f"report {run_dir.path / 'report.html'}")
