@@ -22,6 +22,12 @@ import uuid
 from typing import Any
 
 from kio.index import load_request_schema
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from broker_app.config import BrokerConfig
 from broker_app.metadata import METADATA_PARTITION, METADATA_TOPIC, MetadataLoader
@@ -37,6 +43,7 @@ from .network_client import ClientError, KafkaClient
 log = logging.getLogger(__name__)
 
 BROKER_ID_NOT_REGISTERED = 102
+FORWARD_RETRY_S = 10.0  # a controller restarting or briefly unreachable: keep the client's request
 CREATE_WAIT_S = 5.0  # how long a forwarded CreateTopics waits for the topic to reach our image
 
 
@@ -274,8 +281,19 @@ class ClusterLink:
     # --- forwarding ----------------------------------------------------------------------------
 
     async def forward(self, body: Any) -> Any:
-        """Send a client's request to the controller unchanged; return its response entity."""
-        return await self._rpc_client.send(body)
+        """Send a client's request to the controller unchanged; return its response entity.
+
+        A controller that is restarting or briefly unreachable is retried (bounded) rather than
+        failing the client's request: the broker would otherwise close the client's connection."""
+        async for attempt in AsyncRetrying(
+            stop=stop_after_delay(FORWARD_RETRY_S),
+            wait=wait_exponential(multiplier=0.05, max=1.0),
+            retry=retry_if_exception_type(ClientError),
+            reraise=True,
+        ):
+            with attempt:
+                return await self._rpc_client.send(body)
+        raise AssertionError("unreachable")
 
     async def forward_create_topics(self, body: Any, names: list[str]) -> Any:
         resp = await self.forward(body)
