@@ -120,8 +120,12 @@ def _run(args: argparse.Namespace) -> int:
               f"report {run_dir.path / 'report.html'}")
     n_ok = sum(o["reproduced"] for o in outcomes)
     n_done = sum(o["carried_out"] for o in outcomes)
-    what = "showed the expected loss/divergence" if args.mode != "fixed" else "lost nothing"
-    print(f"{sc.id} {args.mode}: {n_ok}/{args.repeat} runs {what} "
+    wants = [f"{k} {v}" for k, v in plan.expected_text().items()]
+    wants += [f"lost acks={k} {v}" for k, v in mode.lost_by_acks.items()]
+    if mode.diverged_offsets is not None:
+        wants.append(f"diverged offsets on disk {mode.diverged_offsets}")
+    print(f"{sc.id} {args.mode}: {n_ok}/{args.repeat} runs as the mode expects "
+          f"({', '.join(wants)}) "
           f"(reproduction rate {n_ok / args.repeat:.0%}; {args.repeat - n_done} not carried out)")
     out_dir = store / "scenarios"
     out_dir.mkdir(parents=True, exist_ok=True)
