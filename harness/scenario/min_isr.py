@@ -3,7 +3,8 @@
 For each min.insync.replicas value m in {1, 2, 3}: one RF=3 cluster and one `highwater run` of
 a generated plan (`matrix_plan(m)`): three producer groups with acks 0, 1 and all write to t-0
 at once; the followers are cut from the leader one after the other (each cut waits on the ISR
-size the previous one produced: 3 -> 2 -> 1), the links heal (ISR back to 3), then the leader
+size the previous one produced: 3 -> 2 -> 1), the links heal 8 s after the ISR reached 1 (ISR
+back to 3), then the leader
 is killed. Every send is attributed to the ISR size the leader reported when it completed
 (states.jsonl); sends completing within BOUNDARY_S of an ISR change are counted apart as
 "boundary" (neither side can be claimed for them). Lost = acknowledged, not in the final log.
@@ -60,9 +61,17 @@ faults:
     action: partition
     target: {{follower: t-0, index: 1}}
     peers: {{leader: t-0}}
-  - name: heal
+  - name: isr-1-reached
+    # A marker in the timeline (1 ms on the clients' link to the leader) that also holds
+    # the ISR at 1 for a while before the heal, so that phase has sends of its own.
     when: "isr(t-0).size == 1"
     timeout: 30
+    action: latency
+    from: client
+    to: {{leader: t-0}}
+    ms: 1
+  - name: heal
+    after: 8
     action: heal
   - name: kill-leader
     when: "isr(t-0).size == 3"

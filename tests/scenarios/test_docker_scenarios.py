@@ -56,3 +56,25 @@ def test_scenario_mode(images: None, tmp_path: Path, sid: str, mode: str) -> Non
     if mode == "fixed" and sid != "L2":
         assert results["stats"]["lost_by_acks"]["all"] == 0
     assert (Path(run["run"]) / "report.html").is_file()
+
+
+def test_min_isr_matrix_acks_all_rows(images: None, tmp_path: Path) -> None:
+    proc, _ = _scenario(["min-isr"], tmp_path)
+    explain = f"exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
+    [table] = sorted((tmp_path / "scenarios").glob("min-isr-*.json"))
+    data = json.loads(table.read_text())
+    assert not data["not_carried_out"], explain
+    assert (table.with_suffix(".html")).is_file()
+    rows = [r for r in data["rows"] if r["acks"] == "all" and r["isr"].isdigit()]
+    seen = {(r["min_isr"], int(r["isr"])) for r in rows}
+    assert {(m, 3) for m in (1, 2, 3)} <= seen, explain
+    for r in rows:
+        where = f"min.insync={r['min_isr']} ISR={r['isr']}: {r}"
+        assert r.get("lost", 0) == 0, where  # nothing acknowledged is lost
+        if int(r["isr"]) >= r["min_isr"]:
+            assert r.get("NOT_ENOUGH_REPLICAS", 0) == 0, where
+        else:
+            assert r.get("ok", 0) == 0, where  # refused, never acknowledged
+            refused = r.get("NOT_ENOUGH_REPLICAS", 0) + r.get("timeout", 0)
+            assert refused > 0, where
+    assert proc.returncode == 0, explain

@@ -72,5 +72,6 @@ def test_generated_plans_load_for_every_min_isr() -> None:
         plan = parse_plan(matrix_plan(m), f"min-isr-{m}")
         assert plan.cluster.topics[0].min_insync_replicas == m
         assert {p.acks for p in plan.workload.producers} == {"0", "1", "all"}
-        assert [s.action for s in plan.faults] == ["partition", "partition", "heal", "kill"]
-        assert all(s.when is not None for s in plan.faults)
+        assert [s.action for s in plan.faults] == ["partition", "partition", "latency", "heal",
+                                                   "kill"]
+        assert [s.when is not None for s in plan.faults] == [True, True, True, False, True]
