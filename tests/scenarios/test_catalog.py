@@ -104,3 +104,21 @@ def test_story_prints_timeline_and_lost_messages_with_offsets(tmp_path: Path) ->
     text = story(tmp_path)
     assert "2.5s start   kill-leader: kill broker-1" in text
     assert "lost-write: 1" in text and "send 7 acks=all ok t-0@41" in text
+
+
+def test_diverged_offsets_compares_replicas_offset_by_offset() -> None:
+    from harness.scenario.outcome import diverged_offsets
+
+    logs = {"broker-1": {0: "a", 1: "b", 2: "c"}, "broker-2": {0: "a", 1: "x"},
+            "broker-3": {0: "a"}}
+    assert diverged_offsets(logs) == {1: {"broker-1": "b", "broker-2": "x"}}
+    assert diverged_offsets({}) == {}
+
+
+def test_judge_checks_diverged_offsets_on_the_run_dir(tmp_path: Path) -> None:
+    mode = ModeSpec("fixed", diverged_offsets=Expectation("diverged-offsets", "==", 0))
+    out = judge(mode, {"verdict": "as-expected", "anomalies": {}, "stats": {}}, tmp_path)
+    assert out.reproduced and out.counts == {"diverged-offsets": 0}
+    legacy = ModeSpec("legacy", diverged_offsets=Expectation("diverged-offsets", ">", 0))
+    out = judge(legacy, {"verdict": "as-expected", "anomalies": {}, "stats": {}}, tmp_path)
+    assert not out.reproduced and "diverged offsets on disk > 0 (got 0)" in out.why
