@@ -25,12 +25,11 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from harness.checker.history import ACKS, ANOMALIES
 from harness.plan.actions import ACTIONS, ActionSpec, Param
 from harness.plan.conditions import parse_condition
 from harness.plan.errors import ConditionError, PlanError
 from harness.plan.model import (
-    ACKS,
-    ANOMALIES,
     ClusterSpec,
     ConsumerSpec,
     DrainSpec,

@@ -28,19 +28,6 @@ from typing import Any
 from harness.plan.conditions import Condition
 from harness.plan.targets import Target
 
-ANOMALIES = (
-    "lost-write",
-    "inconsistent-offset",
-    "uncommitted-read",
-    "duplicate",
-    "nonmonotonic-poll",
-    "poll-skip",
-    "lost-failure",
-    "unseen-info",
-    "no-final-read",
-)
-ACKS = ("0", "1", "all")
-
 _OPS: dict[str, Callable[[int, int], bool]] = {
     "==": operator.eq, "!=": operator.ne, ">=": operator.ge,
     "<=": operator.le, ">": operator.gt, "<": operator.lt,
