@@ -3,7 +3,8 @@
 Contract: `highwater nightly [--suite chaos_plans/nightly.yaml] [--budget 30m] [--store store]`
 - loads the suite (a bad one: one file:line error, exit 2, nothing run);
 - carries out its runs in order (harness.nightly.schedule: a run that would start after the
-  budget is skipped), each a `highwater run` subprocess into the store;
+  budget is skipped), each a `highwater run` / `highwater scenario` subprocess into the
+  store (harness.nightly.launcher);
 - one Spark session summarizes every run dir of the night (harness.nightly.summary), compares
   with previous nights in <store>/nightly/<date>/summary.json, and writes
   <store>/nightly/<date>/{summary.json, summary.html, junit.xml} (date: UTC, of the start;
@@ -104,7 +105,8 @@ def _summarize(records, date: str, out_dir: Path, store: Path, facts: dict, args
     )
     from harness.nightly.page import summary_html
 
-    runs = [(r.run_dir, r.label) for r in records if r.run_dir]
+    # Scenario and min-isr run dirs too: the one Spark job sees every run of the night.
+    runs = [(d, r.label) for r in records for d in (r.run_dirs or [r.run_dir]) if d]
     metrics: dict = {"runs": {}, "plans": {}}
     if runs:
         from harness.checker.check import spark_session

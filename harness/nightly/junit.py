@@ -4,7 +4,8 @@ Contract: `junit_xml(summary)` returns the document (bytes, UTF-8, with declarat
 <testsuites><testsuite name="highwater.nightly" ...> with tests/failures/errors/skipped/time
 counts; each testcase is classname "highwater.nightly.<label>", name "<label> seed=<seed>";
 an `unexpected` or `error` run has a <failure type=verdict> whose message names the anomaly
-counts and the run dir, and whose text holds the anomaly table, the reason, the run's log and
+counts (a scenario / min-isr run: its own verdict's reason) and the run dir, and whose text
+holds the anomaly table, the reason, the run's log and
 the replay command; a skipped run has <skipped message=reason>.
 """
 
@@ -28,7 +29,9 @@ def anomaly_table(anomalies: Mapping[str, int] | None) -> str:
 def _failure_message(run: Mapping[str, Any]) -> str:
     found = {a: n for a, n in (run.get("anomalies") or {}).items() if n}
     counts = ", ".join(f"{a}={n}" for a, n in found.items()) or "no anomalies counted"
-    if run["verdict"] == ERROR:
+    if run.get("kind") in ("scenario", "min-isr") and run.get("reason"):
+        head = f"{run['kind']} verdict {run['verdict']}: {run['reason']}"
+    elif run["verdict"] == ERROR:
         head = f"run error (exit {run.get('exit_code')}): {run.get('reason') or 'no results'}"
     else:
         head = f"verdict unexpected: {counts}"

@@ -5,7 +5,9 @@ Contract:
   `runs` (one per planned run: record + verdict + metrics + `replay` command for failures),
   `plans` (one per suite label: verdict, counts of runs/skipped, metrics), `trend`
   (previous nights' plan rows plus tonight's), `failed` (labels), `exit_code`.
-- Run verdict: "skipped" (not run), "error" (exit 2, or no results.json), else results.json's.
+- Run verdict: "skipped" (not run); a scenario record's own `verdict` (reproduced / nothing
+  lost, harness.nightly.launcher) when it has one; "error" (exit 2, or no results.json); else
+  results.json's.
   Plan verdict: error > unexpected > as-expected > skipped (the worst of its runs).
 - `load_previous(nightly_dir, date, keep)` reads the `keep` latest `<date>/summary.json` strictly
   before `date`; an unreadable one is reported in `warnings`, never fatal.
@@ -32,6 +34,8 @@ FORMAT = 1
 def run_verdict(record: RunRecord, results_verdict: str | None) -> str:
     if record.status == SKIPPED:
         return SKIP
+    if record.verdict is not None:  # the scenario's own judgement, not the plain checker's
+        return record.verdict
     if record.exit_code == 2 or results_verdict is None:
         return ERROR
     return results_verdict

@@ -41,7 +41,7 @@ class RunRecord:
 
     index: int
     label: str
-    kind: str  # "plan" | "min-isr"
+    kind: str  # "plan" | "scenario" | "min-isr"
     seed: int
     status: str  # RAN | SKIPPED
     plan: str | None = None  # the plan file
@@ -52,6 +52,11 @@ class RunRecord:
     started_s: float | None = None  # seconds into the night
     elapsed_s: float | None = None
     log: str | None = None  # the run's console output
+    # A scenario's own verdict (reproduced / nothing lost), which wins over results.json's.
+    verdict: str | None = None
+    # Every run dir behind the record (min-isr: one per min.insync value) for the summary.
+    run_dirs: list[str] | None = None
+    report: str | None = None  # <store>/scenarios/... the scenario's own summary file
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

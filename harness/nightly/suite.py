@@ -8,11 +8,13 @@ Contract:
   - `{plan: PATH, seeds?: N, duration?: S, set?: {key: value}, mode?: legacy|fixed, name?: X}`:
     PATH is relative to the suite file; the plan must load (its error is reported at the
     entry's line). Each entry runs `seeds` times (default 1), each with a fresh random seed.
-    `mode` marks a documented scenario run in that mode: it needs `highwater scenario`.
+    `mode` is only for a catalogue scenario (chaos_plans/scenarios/L<n>.yaml): such an entry
+    is the same as `{scenario: L<n>, mode: ...}`.
+  - `{scenario: ID, mode: legacy|fixed, seeds?: N, set?: {key: value}, name?: X}`: a documented
+    scenario (harness.scenario.catalog), run as `highwater scenario run ID --mode M --repeat 1`
+    once per seed; the id and mode are checked against the catalogue now. Label `ID-mode`.
   - `{min-isr: {min_insync: [1, 2, 3], acks: ["0", "1", "all"]}}`: the min.insync.replicas
-    matrix; it needs `highwater scenario min-isr`.
-  Entries whose command does not exist yet are validated now and skipped (with that reason)
-  at run time, never silently dropped.
+    matrix, run as `highwater scenario min-isr` (which always runs every acks level).
 - `budget` (optional, e.g. "30m", "1h30m", "90s", or seconds) is the default time budget.
 """
 
@@ -74,7 +76,25 @@ class MinIsrEntry:
         return "min-isr"
 
 
-Entry = PlanEntry | MinIsrEntry
+@dataclass(frozen=True)
+class ScenarioEntry:
+    """A catalogue scenario in one mode (runs as `highwater scenario run ID --mode M`)."""
+
+    line: int
+    scenario_id: str
+    mode: str
+    plan: Path  # the scenario's plan file
+    label: str
+    seeds: int = 1
+    overrides: dict[str, str] = field(default_factory=dict)
+    duration_s: float | None = None  # scenarios run their plan's own duration
+
+    @property
+    def kind(self) -> str:
+        return "scenario"
+
+
+Entry = PlanEntry | ScenarioEntry | MinIsrEntry
 
 
 @dataclass(frozen=True)
@@ -157,11 +177,11 @@ def parse_suite(text: str, source: str = "<suite>", base: Path | None = None) ->
 
 
 def _entry(b: _Builder, node: Node, path: str, base: Path) -> Entry:
-    keys = ("plan", "min-isr", "seeds", "duration", "set", "mode", "name")
+    keys = ("plan", "scenario", "min-isr", "seeds", "duration", "set", "mode", "name")
     m = b.mapping(node, path, keys)
     line = node.start_mark.line + 1
-    if ("plan" in m) == ("min-isr" in m):
-        raise b.error(node, path, "an entry has exactly one of `plan` or `min-isr`")
+    if sum(k in m for k in ("plan", "scenario", "min-isr")) != 1:
+        raise b.error(node, path, "an entry has exactly one of `plan`, `scenario` or `min-isr`")
     seeds = b.int_(m["seeds"][1], f"{path}.seeds", 1, MAX_SEEDS) if "seeds" in m else 1
     duration = (b.num(m["duration"][1], f"{path}.duration", hi=MAX_DURATION_S, positive=True)
                 if "duration" in m else None)
@@ -176,10 +196,23 @@ def _entry(b: _Builder, node: Node, path: str, base: Path) -> Entry:
             if k in m:
                 raise b.error(m[k][0], f"{path}.{k}", "not valid for a min-isr entry")
         return _min_isr(b, m["min-isr"][1], f"{path}.min-isr", line, label, seeds, duration)
-    plan_node = m["plan"][1]
-    plan_path = (base / b.str_(plan_node, f"{path}.plan")).resolve()
     overrides = b.str_map(m["set"][1], f"{path}.set") if "set" in m else {}
     mode = b.enum(m["mode"][1], f"{path}.mode", MODES) if "mode" in m else None
+    if "scenario" in m:
+        id_node = m["scenario"][1]
+        return _scenario(b, id_node, b.str_(id_node, f"{path}.scenario"), m, path, line, label,
+                         seeds, overrides, mode)
+    plan_node = m["plan"][1]
+    plan_path = (base / b.str_(plan_node, f"{path}.plan")).resolve()
+    if mode is not None:
+        from harness.scenario.catalog import SCENARIO_DIR
+
+        if plan_path.parent != SCENARIO_DIR.resolve():
+            raise b.error(m["mode"][1], f"{path}.mode",
+                          f"only a catalogue scenario ({SCENARIO_DIR}/L<n>.yaml) has modes; "
+                          "use `scenario: ID` with `mode`")
+        return _scenario(b, plan_node, plan_path.stem, m, path, line, label, seeds, overrides,
+                         mode)
     try:
         plan = load_plan(plan_path, overrides)
     except PlanError as e:
@@ -188,6 +221,27 @@ def _entry(b: _Builder, node: Node, path: str, base: Path) -> Entry:
     label = label or (f"{plan.name}-{mode}" if mode else plan.name)
     return PlanEntry(line, plan_path, plan.name, label, seeds, duration, overrides, mode,
                      plan.nemesis.mode == "random")
+
+
+def _scenario(b: _Builder, node: Node, scenario_id: str, m: dict, path: str, line: int,
+              label: str | None, seeds: int, overrides: dict[str, str],
+              mode: str | None) -> ScenarioEntry:
+    from harness.scenario.catalog import ScenarioError, find
+
+    if mode is None:
+        raise b.error(node, f"{path}.mode", "a scenario entry needs `mode: legacy|fixed`")
+    if "duration" in m:
+        raise b.error(m["duration"][0], f"{path}.duration",
+                      "not valid for a scenario entry (it runs its plan's own duration)")
+    try:
+        sc = find(scenario_id)
+        if mode not in sc.modes:
+            raise ScenarioError(f"{sc.id} has no mode {mode!r} (modes: {', '.join(sc.modes)})")
+        sc.load(mode, overrides)
+    except (ScenarioError, PlanError) as e:
+        raise b.error(node, f"{path}.scenario", f"does not load: {e}") from e
+    return ScenarioEntry(line, sc.id, mode, sc.path, label or f"{sc.id}-{mode}", seeds,
+                         overrides)
 
 
 def _min_isr(b: _Builder, node: Node, path: str, line: int, label: str | None, seeds: int,

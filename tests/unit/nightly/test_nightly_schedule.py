@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
-from harness.nightly.launcher import Launcher
+import pytest
+
+from harness.nightly.launcher import Launcher, min_isr_record, scenario_record
+from harness.nightly.night import run_verdict
 from harness.nightly.schedule import (
     RAN,
     SKIPPED,
@@ -22,8 +26,8 @@ SUITE = parse_suite(
     "entries:\n"
     "  - plan: smoke.yaml\n"
     "  - plan: random.yaml\n    seeds: 3\n    duration: 20\n"
-    "  - plan: smoke.yaml\n    mode: fixed\n"
-    "  - min-isr: {}\n",
+    "  - scenario: L1\n    mode: fixed\n"
+    "  - min-isr: {min_insync: [2, 3]}\n",
     "night.yaml", PLANS,
 )
 
@@ -38,7 +42,7 @@ class FakeClock:
 
 def test_expand_gives_one_run_per_seed_in_suite_order_with_fresh_seeds() -> None:
     planned = expand(SUITE, random.Random(7))
-    assert [p.label for p in planned] == ["smoke", "random", "random", "random", "smoke-fixed",
+    assert [p.label for p in planned] == ["smoke", "random", "random", "random", "L1-fixed",
                                           "min-isr"]
     assert [p.index for p in planned] == list(range(6))
     assert len({p.seed for p in planned}) == 6
@@ -73,14 +77,82 @@ def test_runs_after_the_budget_are_skipped_not_run() -> None:
     assert seen == records
 
 
-def test_launcher_skips_entries_whose_command_does_not_exist(tmp_path: Path) -> None:
-    launcher = Launcher(tmp_path / "store", tmp_path / "logs")
+def test_launcher_argv_for_scenario_and_min_isr_entries(tmp_path: Path) -> None:
+    launcher = Launcher(tmp_path / "store", tmp_path / "logs", python="py")
     planned = expand(SUITE, random.Random(1))
     fixed, min_isr = planned[4], planned[5]
-    for run, needle in ((fixed, "highwater scenario run"), (min_isr, "scenario min-isr")):
-        rec = launcher(run, 100)
-        assert rec.status == SKIPPED and needle in rec.reason
-    assert not (tmp_path / "store").exists()
+    assert launcher.argv(fixed) == [
+        "py", "-m", "harness.cli", "scenario", "run", "L1", "--mode", "fixed", "--repeat", "1",
+        "--seed", str(fixed.seed), "--store", str(tmp_path / "store")]
+    assert launcher.argv(min_isr) == [
+        "py", "-m", "harness.cli", "scenario", "min-isr", "--store", str(tmp_path / "store"),
+        "--min-isr", "2", "--min-isr", "3"]
+
+
+def _scenario_report(store: Path, run_dir: Path, **run: object) -> Path:
+    report = store / "scenarios" / "L1-fixed-20250102T010000.json"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(json.dumps({"scenario": "L1", "mode": "fixed", "runs": [
+        {"run": str(run_dir), "seed": 5, "exit_code": 0, **run}]}))
+    return report
+
+
+@pytest.mark.parametrize(("run", "verdict", "needle"), [
+    ({"carried_out": True, "reproduced": True, "why": "nothing lost"}, "as-expected", None),
+    ({"carried_out": True, "reproduced": False, "why": "lost-write 3"}, "unexpected",
+     "not reproduced: lost-write 3"),
+    ({"carried_out": False, "reproduced": False, "why": "no results"}, "error",
+     "not carried out: no results"),
+])
+def test_scenario_record_takes_the_run_dir_and_the_scenarios_own_verdict(
+        tmp_path: Path, run: dict, verdict: str, needle: str | None) -> None:
+    run_dir = tmp_path / "store" / "L1-fixed" / "20250102T010000.000Z"
+    run_dir.mkdir(parents=True)
+    report = _scenario_report(tmp_path / "store", run_dir, **run)
+    rec = RunRecord(4, "L1-fixed", "scenario", 5, RAN, exit_code=0 if run["reproduced"] else 1)
+    scenario_record(rec, report)
+    assert rec.run_dir == str(run_dir.resolve()) and rec.run_dirs == [rec.run_dir]
+    assert rec.report == str(report) and rec.verdict == verdict
+    assert run_verdict(rec, "as-expected") == verdict  # wins over the plain checker's verdict
+    assert (rec.reason is None) if needle is None else (needle in rec.reason)
+
+
+def test_scenario_record_without_a_report_is_an_error(tmp_path: Path) -> None:
+    rec = scenario_record(RunRecord(4, "L1-fixed", "scenario", 5, RAN, exit_code=2), None)
+    assert rec.verdict == "error" and rec.run_dir is None and "no summary" in rec.reason
+
+
+def test_min_isr_record_keeps_every_matrix_run_dir(tmp_path: Path) -> None:
+    dirs = {m: tmp_path / f"min-isr-{m}" / "20250102T010000.000Z" for m in (1, 2)}
+    for d in dirs.values():
+        d.mkdir(parents=True)
+    report = tmp_path / "min-isr-20250102T010000.json"
+    report.write_text(json.dumps({"runs": {str(m): str(d) for m, d in dirs.items()},
+                                  "not_carried_out": [], "rows": []}))
+    rec = min_isr_record(RunRecord(5, "min-isr", "min-isr", 1, RAN, exit_code=1), report)
+    assert rec.run_dirs == [str(dirs[1].resolve()), str(dirs[2].resolve())]
+    assert rec.run_dir == rec.run_dirs[0] and rec.verdict == "unexpected"
+
+
+def test_launcher_runs_a_scenario_as_a_subprocess_and_reads_its_report(tmp_path: Path) -> None:
+    # A stand-in `python` that prints what `highwater scenario run` prints: the launcher's
+    # subprocess, log and report handling are real; only the cluster run is not.
+    store = tmp_path / "store"
+    run_dir = store / "L1-fixed" / "20250102T010000.000Z"
+    run_dir.mkdir(parents=True)
+    report = _scenario_report(tmp_path / "elsewhere", run_dir, carried_out=True,
+                              reproduced=True, why="nothing lost")
+    fake = tmp_path / "fake-python"
+    target = store / "scenarios" / report.name
+    fake.write_text(f"#!/bin/sh\necho \"$@\"\nmkdir -p {target.parent}\n"
+                    f"cp {report} {target}\necho summary {target}\n")
+    fake.chmod(0o755)
+    planned = expand(SUITE, random.Random(1))
+    rec = Launcher(store, tmp_path / "logs", python=str(fake))(planned[4], 100)
+    assert rec.status == RAN and rec.exit_code == 0 and rec.kind == "scenario"
+    assert rec.run_dir == str(run_dir.resolve()) and rec.verdict == "as-expected"
+    assert rec.report == str(target)
+    assert "scenario run L1 --mode fixed --repeat 1" in Path(rec.log).read_text()
 
 
 def test_launcher_argv_carries_seed_duration_overrides_and_run_id(tmp_path: Path) -> None:

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.nightly.suite import MinIsrEntry, PlanEntry, load_suite, parse_budget, parse_suite
+from harness.nightly.suite import (
+    MinIsrEntry,
+    PlanEntry,
+    ScenarioEntry,
+    load_suite,
+    parse_budget,
+    parse_suite,
+)
 from harness.plan.errors import PlanError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -21,6 +28,8 @@ def test_shipped_suite_loads_with_resolved_plans_and_min_isr_entry() -> None:
     random_entries = [e for e in plans if e.random_nemesis]
     assert random_entries and all(e.seeds >= 2 for e in random_entries)
     assert any(isinstance(e, MinIsrEntry) for e in suite.entries)
+    scenarios = [(e.scenario_id, e.mode) for e in suite.entries if isinstance(e, ScenarioEntry)]
+    assert scenarios == [("L1", "fixed"), ("L3", "fixed"), ("L4", "fixed"), ("L5", "fixed")]
     assert suite.budget_s == 1800.0
 
 
@@ -38,7 +47,12 @@ def _suite(text: str) -> object:
         ("entries:\n  - plan: smoke.yaml\n  - plan: smoke.yaml\n", 3, "already names the entry"),
         ("entries:\n  - min-isr: {acks: [0, 2]}\n", 2, "entries[0].min-isr.acks[1]"),
         ("entries:\n  - min-isr: {min_insync: [4]}\n", 2, "must be <= 3"),
-        ("entries:\n  - seeds: 2\n", 2, "exactly one of `plan` or `min-isr`"),
+        ("entries:\n  - seeds: 2\n", 2, "exactly one of `plan`, `scenario` or `min-isr`"),
+        ("entries:\n  - plan: smoke.yaml\n    mode: fixed\n", 3, "only a catalogue scenario"),
+        ("entries:\n  - scenario: L99\n    mode: fixed\n", 2, "no scenario 'L99'"),
+        ("entries:\n  - scenario: L1\n", 2, "needs `mode: legacy|fixed`"),
+        ("entries:\n  - scenario: L1\n    mode: fixed\n    duration: 5\n", 4,
+         "not valid for a scenario entry"),
         ("budget: soon\nentries:\n  - plan: smoke.yaml\n", 1, "budget: cannot parse 'soon'"),
         ("entries: []\n", 1, "no entries"),
         ("entries:\n  - plan: smoke.yaml\n    duration: -3\n", 3, "must be > 0"),
@@ -76,13 +90,17 @@ def test_entries_get_labels_modes_overrides_and_names() -> None:
     suite = _suite(
         "entries:\n"
         "  - plan: smoke.yaml\n    set: {workload.producers.acks: '1'}\n    name: smoke-acks1\n"
-        "  - plan: smoke.yaml\n    mode: fixed\n"
+        "  - plan: scenarios/L3.yaml\n    mode: fixed\n"
         "  - min-isr:\n"
+        "  - scenario: L4\n    mode: legacy\n    seeds: 2\n"
     )
-    a, b, c = suite.entries
+    a, b, c, d = suite.entries
     assert isinstance(a, PlanEntry) and a.label == "smoke-acks1"
     assert a.overrides == {"workload.producers.acks": "1"}
-    assert isinstance(b, PlanEntry) and (b.label, b.mode) == ("smoke-fixed", "fixed")
+    assert isinstance(b, ScenarioEntry) and (b.label, b.scenario_id, b.mode) == (
+        "L3-fixed", "L3", "fixed")
+    assert b.plan == PLANS / "scenarios" / "L3.yaml" and b.kind == "scenario"
+    assert isinstance(d, ScenarioEntry) and (d.label, d.seeds) == ("L4-legacy", 2)
     assert isinstance(c, MinIsrEntry) and c.acks == ("0", "1", "all") and c.line == 7
 
 

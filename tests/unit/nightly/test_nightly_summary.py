@@ -183,3 +183,24 @@ def test_summary_html_is_offline_and_links_runs(night) -> None:
     assert 'href="../../smoke/20250102T010000.000Z"' in html
     assert f"highwater run --replay {night['runs']['c']}" in html
     assert "2024-12-31" in html and "retired" in html
+
+
+def test_summary_takes_a_scenario_run_dir_and_the_scenarios_verdict(spark, tmp_path) -> None:
+    # A `highwater scenario run` run dir is a run dir of the store like any other: the one
+    # Spark job reads its history; the row's verdict is the scenario's own, not results.json's.
+    run_dir = make_run(tmp_path / "L1-fixed" / "20250102T020000.000Z", [10, 30])
+    [result] = check_runs([run_dir], spark=spark)
+    assert result.verdict == "as-expected"
+    rec = RunRecord(0, "L1-fixed", "scenario", 21, RAN, plan="scenarios/L1.yaml", mode="fixed",
+                    exit_code=1, run_dir=str(run_dir), run_dirs=[str(run_dir)],
+                    verdict="unexpected", reason="not reproduced: lost-write 1")
+    metrics = summarize(spark, [(d, rec.label) for d in rec.run_dirs])
+    assert metrics["runs"][str(run_dir.resolve())]["acked"] == 2
+    summary = build_summary("2025-01-02", [rec], metrics)
+    [row] = summary["runs"]
+    assert row["verdict"] == "unexpected" and row["acked"] == 2 and row["kind"] == "scenario"
+    assert summary["plans"]["L1-fixed"]["verdict"] == "unexpected" and summary["exit_code"] == 1
+    case = ET.fromstring(junit_xml(summary)).find("testsuite/testcase")
+    message = case.find("failure").get("message")
+    assert "scenario verdict unexpected: not reproduced: lost-write 1" in message
+    assert str(run_dir) in message
