@@ -19,7 +19,8 @@ from harness.checker.history import ANOMALIES
 
 AS_EXPECTED, UNEXPECTED = "as-expected", "unexpected"
 
-_OPS: dict[str, Callable[[int, int], bool]] = {
+# The comparison operators an `expected` expression may use; plans use the same table.
+COMPARISONS: dict[str, Callable[[int, int], bool]] = {
     "==": operator.eq,
     "!=": operator.ne,
     ">=": operator.ge,
@@ -42,7 +43,7 @@ class Expectation:
     text: str
 
     def holds(self, count: int) -> bool:
-        return _OPS[self.op](count, self.n)
+        return COMPARISONS[self.op](count, self.n)
 
 
 def parse_expected(expected: Any, where: str = "expected") -> list[Expectation]:
@@ -67,7 +68,7 @@ def parse_expected(expected: Any, where: str = "expected") -> list[Expectation]:
         if not m:
             raise ExpectationError(
                 f"{where}: {name}: cannot parse {text!r}; expected '<op> <n>' with op in "
-                f"{' '.join(_OPS)} and n a non-negative integer, e.g. '> 0'"
+                f"{' '.join(COMPARISONS)} and n a non-negative integer, e.g. '> 0'"
             )
         out.append(Expectation(name, m.group(1), int(m.group(2)), str(text)))
     return out

@@ -20,18 +20,12 @@ Semantics the run must keep:
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.checker.expectations import COMPARISONS
 from harness.plan.conditions import Condition
 from harness.plan.targets import Target
-
-_OPS: dict[str, Callable[[int, int], bool]] = {
-    "==": operator.eq, "!=": operator.ne, ">=": operator.ge,
-    "<=": operator.le, ">": operator.gt, "<": operator.lt,
-}
 
 
 @dataclass(frozen=True)
@@ -148,7 +142,7 @@ class Expectation:
     value: int
 
     def matches(self, count: int) -> bool:
-        return _OPS[self.op](count, self.value)
+        return COMPARISONS[self.op](count, self.value)
 
     def __str__(self) -> str:
         return f"{self.op} {self.value}"
