@@ -67,7 +67,8 @@ def build_state(
                 role = p.get("role") if p.get("role") in ROLES else "none"
                 epoch = int(p.get("leader_epoch", -1))
                 replicas.setdefault(name, {})[b] = ReplicaState(
-                    b, role, int(p.get("leo", 0)), int(p.get("hw", 0)), epoch
+                    b, role, int(p.get("leo", 0)), int(p.get("hw", 0)), epoch,
+                    int(p.get("hw_checkpoint", -1)),
                 )
             except (KeyError, TypeError, ValueError):
                 continue  # a malformed entry is one broker's problem, not the run's

@@ -3,7 +3,8 @@
 GET /state → JSON {"broker_id", "broker_epoch", "fenced", "metadata_offset", "controller",
 "partitions": [...]}, one entry per hosted partition: Partition.snapshot() (topic, partition,
 role, leader, leader_epoch, partition_epoch, replicas, isr, maximal_isr, epoch_cache,
-remote_replicas...) plus the short names the harness plots: hw, leo, log_start.
+remote_replicas...) plus the short names the harness plots: hw, leo, log_start, and
+hw_checkpoint (the HW in the last replication-offset-checkpoint, -1 before the first).
 GET /health → "ok". Anything else: 404; a malformed request: 400. The harness polls it to wait on
 exact conditions (ISR size, HW = LEO everywhere) and to draw HW/LEO timelines.
 """
@@ -24,10 +25,13 @@ MAX_REQUEST_BYTES = 8192
 
 def broker_state(node_id: int, replica_manager: Any, link: Any = None) -> dict[str, Any]:
     parts = []
+    checkpointed = replica_manager.log_manager.checkpointed_high_watermarks
     for snap in replica_manager.snapshot():
         snap["hw"] = snap["high_watermark"]
         snap["leo"] = snap["log_end_offset"]
         snap["log_start"] = snap["log_start_offset"]
+        # The HW a crash would restart this replica from (replication-offset-checkpoint).
+        snap["hw_checkpoint"] = checkpointed.get((snap["topic"], snap["partition"]), -1)
         parts.append(snap)
     return {
         "broker_id": node_id,

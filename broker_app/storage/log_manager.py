@@ -48,6 +48,9 @@ class LogManager:
             self.log_dir / RECOVERY_POINT_OFFSET_CHECKPOINT
         )
         self._logs: dict[TopicPartition, Log] = {}
+        # What the last replication-offset-checkpoint held: after a crash each log restarts from
+        # this HW, not the live one, so scenarios (L2) wait on it, via the admin /state.
+        self.checkpointed_high_watermarks: dict[TopicPartition, int] = {}
         marker = self.log_dir / CLEAN_SHUTDOWN_FILE
         self.had_clean_shutdown = marker.exists()
         self._load_logs()
@@ -77,6 +80,7 @@ class LogManager:
             )
             log.update_high_watermark(high_watermarks.get(tp, log.log_start_offset))
             self._logs[tp] = log
+        self.checkpointed_high_watermarks = dict(high_watermarks)
 
     # --- access ----------------------------------------------------------------------
 
@@ -113,9 +117,9 @@ class LogManager:
     # --- checkpoints -----------------------------------------------------------------
 
     def checkpoint_high_watermarks(self) -> None:
-        self.replication_checkpoint.write(
-            {tp: log.high_watermark for tp, log in self._logs.items()}
-        )
+        hws = {tp: log.high_watermark for tp, log in self._logs.items()}
+        self.replication_checkpoint.write(hws)
+        self.checkpointed_high_watermarks = hws
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
         return self.replication_checkpoint.read()  # type: ignore[return-value]

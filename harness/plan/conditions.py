@@ -12,7 +12,8 @@ Grammar (lowest precedence first):
     sum     := primary (("+"|"-") primary)*
     primary := NUMBER | "true" | "false" | "elapsed" | "(" expr ")" | call ["." attribute]
 Calls: leader(P), replica(P, B|leader|follower[, i]), follower(P[, i]) -> replica, with
-attributes leo, hw, epoch, id, in_isr, alive; isr(P), replicas(P) -> set, with .size;
+attributes leo, hw, hw_checkpoint (the HW of its last checkpoint: where a crash restarts it),
+epoch, id, in_isr, alive; isr(P), replicas(P) -> set, with .size;
 epoch(P) -> int; online(P) -> bool (has a leader); alive(B) -> bool.
 P is "<topic>-<partition>"; B a broker id. Followers are the replicas other than the leader
 in assignment order; `follower` without an index is follower 0.
@@ -43,8 +44,8 @@ _TOKEN = re.compile(
 _PARTITION = re.compile(r"\s*(?P<p>[A-Za-z0-9._-]+-\d+)(?=\s*[,)])")
 _CMP = {"==", "!=", "<", "<=", ">", ">="}
 _KEYWORDS = {"and", "or", "not", "in", "true", "false"}
-_REPLICA_ATTRS = {"leo": "int", "hw": "int", "epoch": "int", "id": "int", "in_isr": "bool",
-                  "alive": "bool"}
+_REPLICA_ATTRS = {"leo": "int", "hw": "int", "hw_checkpoint": "int", "epoch": "int", "id": "int",
+                  "in_isr": "bool", "alive": "bool"}
 _FUNCTIONS = ("leader", "replica", "follower", "isr", "replicas", "epoch", "online", "alive")
 
 
@@ -122,7 +123,8 @@ class _ReplicaAttr(_Expr):
         rs = p.replica_states.get(b)
         if rs is None:
             return None
-        return {"leo": rs.leo, "hw": rs.hw, "epoch": rs.leader_epoch}[self.attr]
+        return {"leo": rs.leo, "hw": rs.hw, "hw_checkpoint": rs.hw_checkpoint,
+                "epoch": rs.leader_epoch}[self.attr]
 
 
 @dataclass

@@ -43,6 +43,7 @@ class ReplicaState:
     leo: int
     hw: int
     leader_epoch: int = -1  # the epoch this replica believes current
+    hw_checkpoint: int = -1  # the HW its last checkpoint holds: where a crash restarts it from
 
 
 @dataclass(frozen=True)

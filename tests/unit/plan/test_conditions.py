@@ -41,6 +41,8 @@ def holds(text: str, **state_kw: object) -> bool | None:
     ("not (epoch(t-0) == 4)", False),
     ("epoch(t-0) == 1 or epoch(t-1) == 1", True),
     ("leader(t-0).epoch == 3", True),
+    ("leader(t-0).hw_checkpoint == 9 and leader(t-0).hw_checkpoint < leader(t-0).hw", True),
+    ("follower(t-0).hw_checkpoint >= 0", False),  # never checkpointed: -1
 ])
 def test_evaluates_on_a_hand_built_state(text: str, expected: bool) -> None:
     assert holds(text) is expected

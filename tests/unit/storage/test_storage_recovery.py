@@ -112,8 +112,12 @@ def test_log_manager_clean_and_unclean_restart(tmp_path, mkbatch):
     a = mgr.get_log(TopicPartition("orders", 0))
     assert (a.log_end_offset, a.high_watermark, a.recovery_point) == (10, 6, 10)
     assert mgr.read_high_watermarks() == {("orders", 0): 6, ("my-topic", 3): 1}
+    assert mgr.checkpointed_high_watermarks == {("orders", 0): 6, ("my-topic", 3): 1}
     a.append_as_leader(mkbatch(2), 1)  # offsets 10..11, never flushed
+    a.update_high_watermark(8)
+    assert mgr.checkpointed_high_watermarks[("orders", 0)] == 6  # the live HW is not on disk
     mgr.checkpoint_high_watermarks()
+    assert mgr.checkpointed_high_watermarks[("orders", 0)] == 8
     # crash: no shutdown, tear the unflushed tail
     seg = a.active_segment.log_path
     for lg in mgr.all_logs().values():
@@ -124,7 +128,7 @@ def test_log_manager_clean_and_unclean_restart(tmp_path, mkbatch):
     try:
         assert not mgr.had_clean_shutdown
         a = mgr.get_log(("orders", 0))
-        assert a.log_end_offset == 10 and a.high_watermark == 6
+        assert a.log_end_offset == 10 and a.high_watermark == 8
         assert mgr.delete_log(("my-topic", 3)) and not (tmp_path / "my-topic-3").exists()
         assert set(mgr.all_logs()) == {("orders", 0)}
     finally:
