@@ -310,6 +310,8 @@ class Nemesis:
             ops = str(p.get("ops", "all"))
             return (names, lambda: [c.disk_stall(n, seconds, ops) for n in names],
                     lambda: [c.disk_unstall(n) for n in names], {})
+        if a == "disk-sync":
+            return (names, lambda: [c.disk_sync(n) for n in names], None, {})
         if a == "elect-preferred":
             parts = list(p.get("partitions") or ())
             return ((), lambda: elect_preferred(self.bootstrap(), parts), None, {})

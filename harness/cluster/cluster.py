@@ -512,6 +512,13 @@ class Cluster:
 
         diskfs.control(self.container(node), "stall", ops, str(seconds))
 
+    def disk_sync(self, node: str) -> None:
+        """Write the node's unsynced pages out (kernel writeback; needs disk_faults=True)."""
+        self._need_disk(node)
+        from harness.cluster import diskfs
+
+        diskfs.control(self.container(node), "flush")
+
     def disk_unstall(self, node: str) -> None:
         self._need_disk(node)
         from harness.cluster import diskfs

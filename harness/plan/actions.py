@@ -69,6 +69,9 @@ _ACTIONS = [
     ActionSpec("disk-stall", "disk", "stall the target's disk writes/fsyncs", target=True,
                duration="required", undo="unstall",
                params={"ops": Param("enum", default="all", choices=("write", "fsync", "all"))}),
+    ActionSpec("disk-sync", "disk", "write the target's unsynced pages out, as the kernel's "
+               "periodic writeback does (what a later kill with lose_unsynced keeps)",
+               target=True),
     ActionSpec("elect-preferred", "leadership", "preferred-leader election (ElectLeaders)",
                params={"partitions": Param("partitions", default=(),
                                            help="default: every partition")}),

@@ -175,7 +175,8 @@ class Runner:
     # ------------------------------------------------------------------ the run proper
 
     def _needs_disk(self) -> bool:
-        return any(s.action == "disk-stall" or s.params.get("lose_unsynced") for s in self.steps)
+        return any(s.action in ("disk-stall", "disk-sync") or s.params.get("lose_unsynced")
+                   for s in self.steps)
 
     def _carry_out(self) -> None:
         from harness.client import ProcessIds, drain
