@@ -246,7 +246,7 @@ class Nemesis:
         if a == "partition":
             peers = self._resolve(index, step.peers or Target("rest"), state, resolved)
             pairs = [(x, node_name(y)) for x in names for y in peers
-                     if node_name(y) != x and _linked(net, x, node_name(y))]
+                     if node_name(y) != x and net.linked(x, node_name(y))]
             return (names, lambda: [net.partition(x, y) for x, y in pairs],
                     lambda: [net.heal(x, y) for x, y in pairs],
                     {"peers": sorted({y for _, y in pairs})})
@@ -263,24 +263,20 @@ class Nemesis:
                 dst = self._resolve(index, step.dst, state, src)
             self._resolved[step.name] = tuple(dict.fromkeys((*src, *dst)))
             pairs = [(node_name(x), node_name(y)) for x in src for y in dst
-                     if x != y and _linked(net, node_name(x), node_name(y))]
+                     if x != y and net.linked(node_name(x), node_name(y))]
             if not pairs:
                 raise ResolutionError(f"no proxied link from {step.src} to {step.dst}")
-            if a == "latency":
-                kind, attrs = "latency", {"latency": int(p["ms"]),
-                                          "jitter": int(p.get("jitter_ms") or 0)}
-            else:
-                kind, attrs = "bandwidth", {"rate": int(p["kbps"])}
 
             def act() -> None:
                 for x, y in pairs:
-                    for link, stream in _streams(net, x, y):
-                        net._add_toxic(link, f"{kind}-{stream}", stream, kind, attrs)
+                    if a == "latency":
+                        net.latency(x, y, int(p["ms"]), int(p.get("jitter_ms") or 0))
+                    else:
+                        net.bandwidth(x, y, int(p["kbps"]))
 
             def undo() -> None:
                 for x, y in pairs:
-                    for link, stream in _streams(net, x, y):
-                        net._remove_toxic(link, f"{kind}-{stream}")
+                    net.clear(x, y, kinds=(a,))
 
             links = [f"{x}->{y}" for x, y in pairs]
             return (tuple(links), act, undo, {"links": links})
@@ -360,23 +356,6 @@ class Nemesis:
 
 
 _EMPTY = ClusterState(brokers=(), alive=frozenset(), partitions={})
-
-
-def _streams(net: Any, src: str, dst: str) -> list[tuple[Any, str]]:
-    """Every (proxy, stream) carrying bytes from src to dst. Net.latency picks one proxy, but
-    between two brokers bytes from a to b flow on BOTH proxies: upstream of a->b (a's requests)
-    and downstream of b->a (a's responses, e.g. a leader's fetch responses to follower b).
-    A link fault on "bytes from a to b" must cover both, so it uses Net's toxic primitives."""
-    out = []
-    if (src, dst) in net.links:
-        out.append((net.links[(src, dst)], "upstream"))
-    if (dst, src) in net.links:
-        out.append((net.links[(dst, src)], "downstream"))
-    return out
-
-
-def _linked(net: Any, a: str, b: str) -> bool:
-    return (a, b) in net.links or (b, a) in net.links
 
 
 def elect_preferred(bootstrap: str, partitions: Sequence[str] = (), timeout_s: float = 30.0

@@ -122,14 +122,19 @@ class Net:
             raise NetError(f"no connection between {a!r} and {b!r} crosses a proxy")
         return found
 
-    def _direction(self, src: str, dst: str) -> tuple[Link, str]:
-        """The proxy and stream that carry bytes from src to dst."""
+    def _directions(self, src: str, dst: str) -> list[tuple[Link, str]]:
+        """Every (proxy, stream) carrying bytes from src to dst. Between two brokers both proxies
+        do: upstream of src->dst (src's requests) and downstream of dst->src (src's responses,
+        e.g. a leader's fetch responses to follower dst), so a one-direction fault covers both."""
         self._check(src, dst)
+        out = []
         if (src, dst) in self.links:
-            return self.links[(src, dst)], "upstream"
+            out.append((self.links[(src, dst)], "upstream"))
         if (dst, src) in self.links:
-            return self.links[(dst, src)], "downstream"
-        raise NetError(f"no proxy carries bytes from {src!r} to {dst!r}")
+            out.append((self.links[(dst, src)], "downstream"))
+        if not out:
+            raise NetError(f"no proxy carries bytes from {src!r} to {dst!r}")
+        return out
 
     # --- faults ---------------------------------------------------------------------------------
 
@@ -145,9 +150,9 @@ class Net:
 
     def _others(self, node: str) -> Iterable[str]:
         self._check(node)
-        return [n for n in self.nodes if n != node and self._linked(node, n)]
+        return [n for n in self.nodes if n != node and self.linked(node, n)]
 
-    def _linked(self, a: str, b: str) -> bool:
+    def linked(self, a: str, b: str) -> bool:
         return (a, b) in self.links or (b, a) in self.links
 
     def isolate(self, node: str) -> list[str]:
@@ -164,22 +169,22 @@ class Net:
     def latency(self, src: str, dst: str, ms: int, jitter_ms: int = 0) -> None:
         if ms < 0 or jitter_ms < 0:
             raise NetError(f"latency {src}->{dst}: ms={ms} and jitter_ms={jitter_ms} must be >= 0")
-        link, stream = self._direction(src, dst)
-        self._add_toxic(link, f"latency-{stream}", stream, "latency",
-                        {"latency": ms, "jitter": jitter_ms})
+        for link, stream in self._directions(src, dst):
+            self._add_toxic(link, f"latency-{stream}", stream, "latency",
+                            {"latency": ms, "jitter": jitter_ms})
 
     def bandwidth(self, src: str, dst: str, kbps: int) -> None:
         """Limit src->dst to kbps kilobytes per second (Toxiproxy's `rate`, KB/s)."""
         if kbps < 1:
             raise NetError(f"bandwidth {src}->{dst}: kbps={kbps} must be >= 1")
-        link, stream = self._direction(src, dst)
-        self._add_toxic(link, f"bandwidth-{stream}", stream, "bandwidth", {"rate": kbps})
+        for link, stream in self._directions(src, dst):
+            self._add_toxic(link, f"bandwidth-{stream}", stream, "bandwidth", {"rate": kbps})
 
-    def clear(self, src: str, dst: str) -> None:
-        """Remove latency and bandwidth limits on bytes from src to dst."""
-        link, stream = self._direction(src, dst)
-        for kind in ("latency", "bandwidth"):
-            self._remove_toxic(link, f"{kind}-{stream}")
+    def clear(self, src: str, dst: str, kinds: Iterable[str] = ("latency", "bandwidth")) -> None:
+        """Remove the latency and/or bandwidth limits on bytes from src to dst."""
+        for link, stream in self._directions(src, dst):
+            for kind in kinds:
+                self._remove_toxic(link, f"{kind}-{stream}")
 
     def heal_all(self) -> None:
         self._call(lambda: self._server().reset())
