@@ -13,9 +13,10 @@ Semantics the run must keep:
 - `modes`: named variants of the plan (a documented scenario's `legacy` and `fixed`), each a set
   of overrides applied exactly like `--set` before the user's, so a run records its mode in its
   overrides and `--replay` repeats it; `mode_overrides` gives them.
-- `expected`: anomaly -> Expectation. Intended verdict: as-expected when every named anomaly
-  matches its expression and every unnamed one is 0 (`unseen-info` aside); with no
-  expectations, as-expected exactly when valid (HISTORY.md).
+- `expected`: anomaly -> Expectation. Verdict (HISTORY.md): as-expected when every named
+  anomaly matches its expression, whatever the unnamed ones show (a scenario names what its
+  story is about; `valid` still reports everything); with no expectations, as-expected
+  exactly when valid.
 """
 
 from __future__ import annotations
