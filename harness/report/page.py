@@ -5,7 +5,8 @@ few lines of inline script that only open the collapsed history excerpt an examp
 into (the page is fully readable without it). Nothing is fetched. Every value from the run's
 files is HTML-escaped. Anchors: `#op-<index>` is the history line with that index (present for
 every example index of results.json and the lines around it), `#anomalies`, `#plots`,
-`#partition-<topic>-<n>`, `#history`, `#plan`.
+`#partition-<topic>-<n>`, `#replicas` (the collected replica logs compared offset by offset,
+when the run kept 2+ replicas' data), `#history`, `#plan`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from html import escape
 from typing import Any
 
 from harness.checker.history import ANOMALIES, INFORMATIONAL
+from harness.replica_logs import diverged_offsets, partitions, replica_logs
 from harness.report.data import NS, FaultWindow, RunData, example_indexes, thin, throughput
 from harness.report.states import StateSample
 from harness.report.svg import OK, PALETTE, TYPE_COLOURS, Chart
@@ -67,6 +69,7 @@ def render(data: RunData) -> str:
         _verdict(data),
         _anomalies(data),
         _plots(data),
+        _replicas(data),
         _history(data),
         _plan(data),
         _warnings(data),
@@ -185,6 +188,38 @@ def _plots(data: RunData) -> str:
         out.append(f'<h3 id="partition-{_e(name)}">{_e(name)}: HW and LEO per replica</h3>')
         out.append(_partition_chart(name, samples, data, end))
     return "\n".join(out)
+
+
+def _replicas(data: RunData, examples: int = 20) -> str:
+    """Replica logs as collected after the run: divergence no client had to read (L2)."""
+    out = []
+    for name in partitions(data.run_dir):
+        logs = replica_logs(data.run_dir, name)
+        if len(logs) < 2:
+            continue
+        diverged = diverged_offsets(logs)
+        shared = set.intersection(*(set(log) for log in logs.values()))
+        held = ", ".join(f"{_e(n)}: {min(log)}..{max(log)} ({len(log)} records)"
+                         for n, log in logs.items())
+        if not diverged:
+            out.append(f'<p id="replicas-{_e(name)}"><b>{_e(name)}</b>: replicas agree on every '
+                       f"offset two of them hold ({len(shared)} held by all). {held}</p>")
+            continue
+        nodes = list(logs)
+        head = "".join(f"<th>{_e(n)}</th>" for n in nodes)
+        rows = "".join(
+            f'<tr><td class="num">{o}</td>'
+            + "".join(f"<td>{_e(v.get(n, '—'))}</td>" for n in nodes) + "</tr>"
+            for o, v in list(diverged.items())[:examples])
+        out.append(f'<p id="replicas-{_e(name)}" class="bad"><b>{_e(name)}</b>: replicas '
+                   f"diverge on disk at {len(diverged)} offset(s), first at offset "
+                   f"{min(diverged)}. {held}</p><table class=\"anomalies\"><tr><th>offset</th>"
+                   f"{head}</tr>{rows}</table>")
+    if not out:
+        return ""
+    return ('<h2 id="replicas">Replicas on disk</h2><p>Each replica\'s log as collected after '
+            "the run (valid batches; under the disk-fault layer only what reached the disk), "
+            "compared offset by offset.</p>" + "".join(out))
 
 
 def _segments(points: list[tuple[float, float]]) -> list[list[tuple[float, float]]]:

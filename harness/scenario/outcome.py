@@ -5,9 +5,8 @@ the checker's verdict is as-expected (the mode's `expected` became the plan's) a
 `lost_by_acks` expectation holds on results.json stats. A run that could not be carried out
 (no results) never counts as reproduced. `story(run_dir)` renders the fault timeline and the
 lost / divergent messages with their offsets from history.jsonl, results.json and run.json.
-`replica_logs(run_dir, partition)` reads every replica's segments from the run's collected
-data/ (offset -> value), and `diverged_offsets` counts offsets two replicas hold with different
-values: the divergence of L2, visible on disk even when no client reads both replicas.
+Modes with `diverged_offsets` are judged on the replicas' own logs (harness.replica_logs): the
+divergence of L2, visible on disk even when no client reads both replicas.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.plan.model import ModeSpec
+from harness.replica_logs import diverged_offsets, replica_logs
 
 # The anomalies a scenario story prints messages for, in this order.
 STORY_ANOMALIES = ("lost-write", "inconsistent-offset", "uncommitted-read")
@@ -30,43 +30,6 @@ class Outcome:
     counts: dict[str, int] = field(default_factory=dict)  # non-zero anomalies
     lost_by_acks: dict[str, int] = field(default_factory=dict)
     why: str = ""
-
-
-def replica_logs(run_dir: Path, partition: str = "t-0") -> dict[str, dict[int, str]]:
-    """node -> {offset: value} from data/<node>/**/<partition>/*.log (valid batches only)."""
-    from broker_app.storage.errors import CorruptRecordError
-    from broker_app.storage.records import compute_crc, decode_records, iter_batches
-
-    out: dict[str, dict[int, str]] = {}
-    data = run_dir / "data"
-    if not data.is_dir():
-        return out
-    for node_dir in sorted(p for p in data.iterdir() if p.is_dir()):
-        log: dict[int, str] = {}
-        for seg in sorted(node_dir.rglob(f"{partition}/*.log")):
-            try:
-                for h, view in iter_batches(seg.read_bytes(), allow_partial_tail=True):
-                    if h.magic != 2 or compute_crc(view) != h.crc:
-                        continue
-                    for r in decode_records(view):
-                        log[r.offset] = "" if r.value is None else r.value.decode("utf-8",
-                                                                                  "replace")
-            except CorruptRecordError:
-                continue  # a torn tail: what came before it is kept
-        if log:
-            out[node_dir.name] = log
-    return out
-
-
-def diverged_offsets(logs: dict[str, dict[int, str]]) -> dict[int, dict[str, str]]:
-    """offset -> {node: value} for offsets held by 2+ replicas with different values."""
-    offsets = set().union(*(set(v) for v in logs.values())) if logs else set()
-    out: dict[int, dict[str, str]] = {}
-    for o in sorted(offsets):
-        held = {n: log[o] for n, log in logs.items() if o in log}
-        if len(set(held.values())) > 1:
-            out[o] = held
-    return out
 
 
 def judge(mode: ModeSpec, results: dict[str, Any] | None,

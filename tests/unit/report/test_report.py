@@ -164,3 +164,27 @@ def test_results_examples_survive_json_round_trip(fixture_run) -> None:
     data = load_run(fixture_run[0])
     wanted = {i for ex in results["anomalies"]["lost-write"]["examples"] for i in ex}
     assert wanted <= set(data.excerpt)
+
+
+def _segment(path: Path, values: list[str]) -> None:
+    from broker_app.storage import build_batch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(build_batch([(None, v.encode()) for v in values], timestamp=1000))
+
+
+def test_report_compares_the_collected_replica_logs(fixture_run) -> None:
+    run_dir, _ = fixture_run
+    seg = "t-0/00000000000000000000.log"
+    _segment(run_dir / "data/broker-1/backing" / seg, ["1", "2", "3"])
+    _segment(run_dir / "data/broker-2/backing" / seg, ["1", "9", "8", "7"])
+    _segment(run_dir / "data/controller/data/__cluster_metadata-0/00000000000000000000.log",
+             ["x"])
+    html = write_report(run_dir).read_text()
+    section = html[html.index('id="replicas"'):html.index('id="history"')]
+    assert "diverge on disk at 2 offset(s), first at offset 1" in section
+    assert "<td class=\"num\">1</td><td>2</td><td>9</td>" in section
+    assert "__cluster_metadata" not in section
+    _segment(run_dir / "data/broker-2/backing" / seg, ["1", "2"])
+    html = write_report(run_dir).read_text()
+    assert "replicas agree on every offset two of them hold (2 held by all)" in html

@@ -1,0 +1,60 @@
+"""The replicas' own logs, as a run collected them (data/<node>/...), compared offset by offset.
+
+`replica_logs(run_dir, partition)` -> node -> {offset: value} from each replica's segments
+(valid batches only: a torn tail is skipped, as recovery would). `diverged_offsets(logs)` ->
+offset -> {node: value} where two replicas hold different values: replica divergence (L2)
+that no client needs to have read. `partitions(run_dir)` names the partitions collected.
+Pure file reading; used by the scenario verdict and the report.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+_PARTITION_DIR = re.compile(r"^(?!__)[A-Za-z0-9._-]+-\d+$")  # internal topics (__...) left out
+
+
+def partitions(run_dir: Path) -> list[str]:
+    data = run_dir / "data"
+    if not data.is_dir():
+        return []
+    return sorted({p.parent.name for p in data.rglob("*.log")
+                   if _PARTITION_DIR.match(p.parent.name)})
+
+
+def replica_logs(run_dir: Path, partition: str = "t-0") -> dict[str, dict[int, str]]:
+    """node -> {offset: value} from data/<node>/**/<partition>/*.log (valid batches only)."""
+    from broker_app.storage.errors import CorruptRecordError
+    from broker_app.storage.records import compute_crc, decode_records, iter_batches
+
+    out: dict[str, dict[int, str]] = {}
+    data = run_dir / "data"
+    if not data.is_dir():
+        return out
+    for node_dir in sorted(p for p in data.iterdir() if p.is_dir()):
+        log: dict[int, str] = {}
+        for seg in sorted(node_dir.rglob(f"{partition}/*.log")):
+            try:
+                for h, view in iter_batches(seg.read_bytes(), allow_partial_tail=True):
+                    if h.magic != 2 or compute_crc(view) != h.crc:
+                        continue
+                    for r in decode_records(view):
+                        log[r.offset] = "" if r.value is None else r.value.decode("utf-8",
+                                                                                  "replace")
+            except CorruptRecordError:
+                continue  # a torn tail: what came before it is kept
+        if log:
+            out[node_dir.name] = log
+    return out
+
+
+def diverged_offsets(logs: dict[str, dict[int, str]]) -> dict[int, dict[str, str]]:
+    """offset -> {node: value} for offsets held by 2+ replicas with different values."""
+    offsets = set().union(*(set(v) for v in logs.values())) if logs else set()
+    out: dict[int, dict[str, str]] = {}
+    for o in sorted(offsets):
+        held = {n: log[o] for n, log in logs.items() if o in log}
+        if len(set(held.values())) > 1:
+            out[o] = held
+    return out
