@@ -6,12 +6,14 @@ Contract: `Launcher(store, log_dir, ...)(run, remaining_s) -> RunRecord`.
   The run dir is the one `highwater run` prints ("run dir PATH"); if the line is missing the
   store is searched for the plan's new run dir. Exit codes are `highwater run`'s: 0, 1, 2.
 - Scenario entries run `python -m harness.cli scenario run ID --mode M --repeat 1 --seed S
-  --store STORE [--set k=v ...]`; the record's run dir is the one in the scenario's own
-  summary (<store>/scenarios/<id>-<mode>-<ts>.json, printed as "summary PATH"), and its
+  --store STORE [--set k=v ...] [--run-id PREFIX<index>]`; the record's run dir is the one in
+  the scenario's own summary (<store>/scenarios/<id>-<mode>-<ts>.json, printed as "summary
+  PATH"), and its
   `verdict` is the scenario's: reproduced (legacy: the loss; fixed: nothing lost) ->
   as-expected, not reproduced -> unexpected (reason: the scenario's why), not carried out ->
   error.
-- The min-isr entry runs `python -m harness.cli scenario min-isr --store STORE --min-isr M ...`;
+- The min-isr entry runs `python -m harness.cli scenario min-isr --store STORE --min-isr M ...
+  [--run-id PREFIX<index>]` (its clusters: PREFIX<index>-m<M>);
   `run_dirs` are the matrix's runs (min-isr-<ts>.json), verdict by exit code: 0 as-expected,
   1 unexpected (an acks=all violation), 2 error.
 - Entries whose command is not in harness.cli's COMMANDS are returned skipped with that reason.
@@ -65,19 +67,17 @@ class Launcher:
                     "--seed", str(run.seed), "--store", str(self.store)]
             for key, value in e.overrides.items():
                 argv += ["--set", f"{key}={value}"]
-            return argv
-        if isinstance(e, MinIsrEntry):
+        elif isinstance(e, MinIsrEntry):
             argv = [*cli, "scenario", "min-isr", "--store", str(self.store)]
             for m in e.min_insync:
                 argv += ["--min-isr", str(m)]
-            return argv
-        argv = [self.python, "-m", "harness.cli", "run", str(e.plan), "--seed", str(run.seed),
-                "--store", str(self.store)]
-        if e.duration_s is not None:
-            argv += ["--duration", f"{e.duration_s:g}"]
-        for key, value in e.overrides.items():
-            argv += ["--set", f"{key}={value}"]
-        if self.run_id_prefix:
+        else:
+            argv = [*cli, "run", str(e.plan), "--seed", str(run.seed), "--store", str(self.store)]
+            if e.duration_s is not None:
+                argv += ["--duration", f"{e.duration_s:g}"]
+            for key, value in e.overrides.items():
+                argv += ["--set", f"{key}={value}"]
+        if self.run_id_prefix:  # min-isr's clusters are PREFIX<index>-m<M>
             argv += ["--run-id", f"{self.run_id_prefix}{run.index}"]
         return argv
 

@@ -1,8 +1,8 @@
 """`highwater scenario`: the documented loss scenarios and the min.insync.replicas matrix.
 
     highwater scenario list                       id, title, modes
-    highwater scenario run L1 --mode legacy [--repeat N] [--store DIR] [--set k=v ...]
-    highwater scenario min-isr [--store DIR]
+    highwater scenario run L1 --mode legacy [--repeat N] [--store DIR] [--set k=v ...] [--run-id ID]
+    highwater scenario min-isr [--store DIR] [--run-id ID]
 
 `run` loads the scenario's plan with the mode's overrides (recorded as the run's --set values,
 so `highwater run --replay` repeats the mode), runs it N times through `highwater run`'s Runner,
@@ -33,10 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="extra plan override after the mode's")
     r.add_argument("--quiet", action="store_true", help="no per-run story")
+    r.add_argument("--run-id", default=None,
+                   help="docker run id of the cluster (ID-<n> for run n when --repeat > 1)")
     m = sub.add_parser("min-isr", help="RF=3 min.insync.replicas x acks matrix, table + HTML")
     m.add_argument("--store", default="store", help="store root (default: ./store)")
     m.add_argument("--min-isr", type=int, action="append", default=None, choices=(1, 2, 3),
                    help="only these min.insync.replicas values (default 1, 2, 3)")
+    m.add_argument("--run-id", default=None,
+                   help="docker run id prefix: the cluster for min.insync=M is ID-m<M>")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,10 +53,26 @@ def run(args: argparse.Namespace) -> int:
             return _run(args)
         from harness.scenario.min_isr import run_matrix
 
-        return run_matrix(Path(args.store), args.min_isr or [1, 2, 3])
+        return run_matrix(Path(args.store), args.min_isr or [1, 2, 3],
+                          run_ids(args.run_id, [f"m{m}" for m in args.min_isr or [1, 2, 3]]))
     except ScenarioError as e:
         print(f"highwater scenario: {e}", file=sys.stderr)
         return 2
+
+
+def run_ids(given: str | None, suffixes: list[str]) -> list[str | None]:
+    """One docker run id per run (None: the runner picks a fresh one). A single run takes the
+    given id as it is; several take ID-<suffix>, so a caller tracking ID finds them all."""
+    from harness.cluster.topology import TopologyError, check_run_id
+    from harness.scenario.catalog import ScenarioError
+
+    if given is None:
+        return [None] * len(suffixes)
+    ids = [given] if len(suffixes) == 1 else [f"{given}-{s}" for s in suffixes]
+    try:
+        return [check_run_id(i) for i in ids]
+    except TopologyError as e:
+        raise ScenarioError(f"--run-id: {e}") from e
 
 
 def _list() -> int:
@@ -93,6 +113,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"scenario {sc.id} ({sc.title}), mode {args.mode}: {mode.description}")
     outcomes = []
     first_seed = args.seed if args.seed is not None else random.randrange(2**31)
+    ids = run_ids(args.run_id, [str(i + 1) for i in range(args.repeat)])
     for i in range(args.repeat):
         seed = first_seed + i
         try:
@@ -101,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
         except (PlanError, NemesisError, ValueError) as e:
             raise ScenarioError(str(e)) from e
         print(f"--- {sc.id} {args.mode} run {i + 1}/{args.repeat} (seed {seed})")
-        runner = Runner(plan, steps, seed, None, str(sc.path), overrides, store)
+        runner = Runner(plan, steps, seed, None, str(sc.path), overrides, store, run_id=ids[i])
         code = runner.execute()
         run_dir = RunDir(runner.run_dir.path)
         results = run_dir.results() if code != EXIT_NOT_CARRIED_OUT else None

@@ -195,7 +195,8 @@ def render_html(rows: list[Row], runs: dict[int, str]) -> str:
             f"<table><tr>{cells}</tr>{''.join(body)}</table><h2>runs</h2><ul>{links}</ul>")
 
 
-def run_matrix(store: Path, values: list[int]) -> int:
+def run_matrix(store: Path, values: list[int], run_ids: list[str | None] | None = None) -> int:
+    """One run per min.insync.replicas value (run_ids[i] names the cluster of values[i])."""
     from harness.plan.loader import parse_plan
     from harness.plan.timing import steps_for
     from harness.run.main import EXIT_NOT_CARRIED_OUT, Runner
@@ -205,13 +206,14 @@ def run_matrix(store: Path, values: list[int]) -> int:
     all_rows: list[Row] = []
     runs: dict[int, str] = {}
     failed = []
+    ids = dict(zip(values, run_ids or [None] * len(values), strict=True))
     for m in sorted(set(values)):
         source = out_dir / f"min-isr-{m}.yaml"
         source.write_text(matrix_plan(m), encoding="utf-8")
         plan = parse_plan(source.read_text(), str(source))
         seed = int(time.time()) % 2**31
         runner = Runner(plan, steps_for(plan, seed=seed, duration_s=None), seed, None,
-                        str(source), {}, store)
+                        str(source), {}, store, run_id=ids[m])
         code = runner.execute()
         runs[m] = str(runner.run_dir.path)
         if code == EXIT_NOT_CARRIED_OUT:

@@ -12,6 +12,7 @@ import pytest
 
 from harness.plan.model import Expectation, ModeSpec
 from harness.scenario.catalog import ScenarioError, find, scenarios
+from harness.scenario.cli import run_ids
 from harness.scenario.outcome import judge, story
 
 ALL = scenarios()
@@ -68,6 +69,14 @@ def test_unknown_scenario_and_mode_are_clear_errors() -> None:
         find("L99")
     with pytest.raises(ScenarioError, match=r"L1: no mode 'new'"):
         find("L1").overrides("new")
+
+
+def test_run_ids_name_one_cluster_per_run_after_the_given_id() -> None:
+    assert run_ids(None, ["1", "2"]) == [None, None]
+    assert run_ids("tn-4", ["1"]) == ["tn-4"]
+    assert run_ids("tn-4", ["m1", "m3"]) == ["tn-4-m1", "tn-4-m3"]
+    with pytest.raises(ScenarioError, match=r"--run-id: run id 'Bad Id'"):
+        run_ids("Bad Id", ["1"])
 
 
 def _results(verdict: str, lost_by_acks: dict[str, int], **counts: int) -> dict:

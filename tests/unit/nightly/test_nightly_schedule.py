@@ -87,6 +87,9 @@ def test_launcher_argv_for_scenario_and_min_isr_entries(tmp_path: Path) -> None:
     assert launcher.argv(min_isr) == [
         "py", "-m", "harness.cli", "scenario", "min-isr", "--store", str(tmp_path / "store"),
         "--min-isr", "2", "--min-isr", "3"]
+    tracked = Launcher(tmp_path / "store", tmp_path / "logs", python="py", run_id_prefix="tn-")
+    assert tracked.argv(fixed)[-2:] == ["--run-id", f"tn-{fixed.index}"]
+    assert tracked.argv(min_isr)[-2:] == ["--run-id", f"tn-{min_isr.index}"]
 
 
 def _scenario_report(store: Path, run_dir: Path, **run: object) -> Path:
