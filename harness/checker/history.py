@@ -270,7 +270,7 @@ class HistoryWriter:
     def __init__(self, path: str | Path, clock=time.monotonic_ns) -> None:
         self.path = Path(path)
         self._clock = clock
-        self._start = clock()
+        self.start_ns = clock()  # time 0 of the history; other run records share this clock
         self._lock = threading.Lock()
         self._index = 0
         self._last_time = 0
@@ -280,7 +280,7 @@ class HistoryWriter:
         """Write op with the next index and the current time; returns the written op."""
         with self._lock:
             # max() keeps time monotonic even with a caller-supplied clock that is not.
-            t = max(self._clock() - self._start, self._last_time)
+            t = max(self._clock() - self.start_ns, self._last_time)
             out = {"index": self._index, "time": t, **op}
             self._fh.write(json.dumps(out, separators=(",", ":")) + "\n")
             self._fh.flush()

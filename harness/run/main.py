@@ -190,7 +190,7 @@ class Runner:
         plan = self.plan
         history = self.run_dir.history_writer()
         # One clock for history.jsonl and states.jsonl (the report overlays them).
-        states = StatesWriter(self.run_dir.states_path, start_ns=history._start)
+        states = StatesWriter(self.run_dir.states_path, start_ns=history.start_ns)
         t_workload = [time.monotonic()]
         poller = wl = nemesis = progress = None
         try:
