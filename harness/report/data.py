@@ -47,6 +47,12 @@ class FaultWindow:
     open_ended: bool = False
 
     @property
+    def name(self) -> str:
+        """The plan step's name when the nemesis recorded one, else the fault's label."""
+        step = self.value.get("step") if isinstance(self.value, dict) else None
+        return str(step) if step else self.label
+
+    @property
     def label(self) -> str:
         v = self.value
         if v is None or v == {}:

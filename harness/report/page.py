@@ -148,9 +148,9 @@ def _anomalies(data: RunData) -> str:
 
 
 def _shade(chart: Chart, faults: list[FaultWindow]) -> None:
-    for i, w in enumerate(faults):
-        chart.shade(w.start_s, w.end_s, w.label + (" (not stopped)" if w.open_ended else ""),
-                    row=i)
+    for w in faults:
+        tail = " (not stopped)" if w.open_ended else ""
+        chart.shade(w.start_s, w.end_s, w.name + tail, title=w.label + tail)
 
 
 def _plots(data: RunData) -> str:

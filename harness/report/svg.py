@@ -73,6 +73,7 @@ class Chart:
         self._data: list[str] = []
         self._front: list[str] = []  # markers and labels over the data
         self._legend: list[tuple[str, str, str]] = []
+        self._label_ends = [-math.inf] * 3  # where the last fault label on each line ends (px)
 
     # -------------------------------------------------------------- scales
 
@@ -91,16 +92,21 @@ class Chart:
 
     # -------------------------------------------------------------- elements
 
-    def shade(self, x0: float, x1: float, label: str, row: int = 0) -> None:
-        """A shaded time window (a fault), labelled at the top of the plot area."""
+    def shade(self, x0: float, x1: float, label: str, title: str | None = None) -> None:
+        """A shaded time window (a fault), labelled at the top of the plot area; `title` (default
+        the label) is the hover text. Labels go in the first of three lines where they do not
+        run into the one before them (the third when none is free)."""
         a, b = self.sx(x0), self.sx(x1)
         h = self.py0 - self.py1
         self._back.append(
             f'<rect class="fault" x="{a}" y="{self.py1}" width="{max(b - a, 1.5)}" '
             f'height="{h}" fill="{FAULT_FILL}" fill-opacity="0.18">'
-            f"<title>{escape(label)}: {x0:.2f}s - {x1:.2f}s</title></rect>"
+            f"<title>{escape(title or label)}: {x0:.2f}s - {x1:.2f}s</title></rect>"
         )
-        y = self.py1 - 4 - 11 * (row % 2)
+        ends = self._label_ends
+        row = next((i for i, end in enumerate(ends) if end < a), len(ends) - 1)
+        ends[row] = a + 2 + 5.6 * len(label)  # ~5.6 px per character at font-size 10
+        y = self.py1 - 4 - 11 * row
         self._front.append(
             f'<text class="fault-label" x="{a + 2}" y="{y}" font-size="10" fill="#555">'
             f"{escape(label)}</text>"

@@ -188,3 +188,25 @@ def test_report_compares_the_collected_replica_logs(fixture_run) -> None:
     _segment(run_dir / "data/broker-2/backing" / seg, ["1", "2"])
     html = write_report(run_dir).read_text()
     assert "replicas agree on every offset two of them hold (2 held by all)" in html
+
+
+def test_fault_labels_name_the_step_and_do_not_overlap() -> None:
+    from harness.report.data import FaultWindow
+
+    step = FaultWindow("disk-sync", {"step": "writeback-y", "nodes": ["broker-2"]}, 1.0, 1.0, 7)
+    assert (step.name, step.label) == (
+        "writeback-y", "disk-sync step=writeback-y,nodes=['broker-2']")
+    assert FaultWindow("kill", {"node": 1}, 0, 1, 0).name == "kill node=1"
+
+    chart = Chart("c", (0, 100), (0, 1))
+    chart.shade(10, 20, "first-label", title="kill step=first-label")
+    chart.shade(10.5, 12, "second")  # starts under the first label: next line
+    chart.shade(11, 12, "third")
+    chart.shade(60, 70, "far")  # room again on the top line
+    svg = ET.fromstring(chart.render())
+    ys = {t.text: float(t.get("y")) for t in svg.iter(f"{SVG_NS}text")
+          if t.get("class") == "fault-label"}
+    assert ys["first-label"] > ys["second"] > ys["third"]
+    assert ys["far"] == ys["first-label"]
+    titles = [t.text for t in svg.iter(f"{SVG_NS}title")]
+    assert "kill step=first-label: 10.00s - 20.00s" in titles
