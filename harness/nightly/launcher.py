@@ -13,7 +13,8 @@ Contract: `Launcher(store, log_dir, ...)(run, remaining_s) -> RunRecord`.
   as-expected, not reproduced -> unexpected (reason: the scenario's why), not carried out ->
   error.
 - The min-isr entry runs `python -m harness.cli scenario min-isr --store STORE --min-isr M ...
-  [--run-id PREFIX<index>]` (its clusters: PREFIX<index>-m<M>);
+  [--run-id PREFIX<index>]` (its clusters: PREFIX<index>-m<M>, or
+  PREFIX<index> for one value);
   `run_dirs` are the matrix's runs (min-isr-<ts>.json), verdict by exit code: 0 as-expected,
   1 unexpected (an acks=all violation), 2 error.
 - Entries whose command is not in harness.cli's COMMANDS are returned skipped with that reason.

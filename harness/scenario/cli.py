@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--min-isr", type=int, action="append", default=None, choices=(1, 2, 3),
                    help="only these min.insync.replicas values (default 1, 2, 3)")
     m.add_argument("--run-id", default=None,
-                   help="docker run id prefix: the cluster for min.insync=M is ID-m<M>")
+                   help="docker run id: the cluster for min.insync=M is ID-m<M> (ID for one value)")
 
 
 def run(args: argparse.Namespace) -> int:
