@@ -8,13 +8,11 @@ Contract: `Launcher(store, log_dir, ...)(run, remaining_s) -> RunRecord`.
 - Scenario entries run `python -m harness.cli scenario run ID --mode M --repeat 1 --seed S
   --store STORE [--set k=v ...] [--run-id PREFIX<index>]`; the record's run dir is the one in
   the scenario's own summary (<store>/scenarios/<id>-<mode>-<ts>.json, printed as "summary
-  PATH"), and its
-  `verdict` is the scenario's: reproduced (legacy: the loss; fixed: nothing lost) ->
+  PATH"), and its `verdict` is the scenario's: reproduced (legacy: the loss; fixed: nothing lost) ->
   as-expected, not reproduced -> unexpected (reason: the scenario's why), not carried out ->
   error.
 - The min-isr entry runs `python -m harness.cli scenario min-isr --store STORE --min-isr M ...
-  [--run-id PREFIX<index>]` (its clusters: PREFIX<index>-m<M>, or
-  PREFIX<index> for one value);
+  [--run-id PREFIX<index>]` (its clusters: PREFIX<index>-m<M>, or PREFIX<index> for one value);
   `run_dirs` are the matrix's runs (min-isr-<ts>.json), verdict by exit code: 0 as-expected,
   1 unexpected (an acks=all violation), 2 error.
 - Entries whose command is not in harness.cli's COMMANDS are returned skipped with that reason.
@@ -78,7 +76,7 @@ class Launcher:
                 argv += ["--duration", f"{e.duration_s:g}"]
             for key, value in e.overrides.items():
                 argv += ["--set", f"{key}={value}"]
-        if self.run_id_prefix:  # min-isr's clusters are PREFIX<index>-m<M>
+        if self.run_id_prefix:
             argv += ["--run-id", f"{self.run_id_prefix}{run.index}"]
         return argv
 

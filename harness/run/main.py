@@ -175,8 +175,10 @@ class Runner:
     # ------------------------------------------------------------------ the run proper
 
     def _needs_disk(self) -> bool:
-        return any(s.action in ("disk-stall", "disk-sync") or s.params.get("lose_unsynced")
-                   for s in self.steps)
+        from harness.plan.actions import ACTIONS
+
+        return any((s.action in ACTIONS and ACTIONS[s.action].kind == "disk")
+                   or s.params.get("lose_unsynced") for s in self.steps)
 
     def _carry_out(self) -> None:
         from harness.client import ProcessIds, drain

@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
             return _run(args)
         from harness.scenario.min_isr import run_matrix
 
-        return run_matrix(Path(args.store), args.min_isr or [1, 2, 3],
-                          run_ids(args.run_id, [f"m{m}" for m in args.min_isr or [1, 2, 3]]))
+        values = args.min_isr or [1, 2, 3]
+        return run_matrix(Path(args.store), values, run_ids(args.run_id, [f"m{m}" for m in values]))
     except ScenarioError as e:
         print(f"highwater scenario: {e}", file=sys.stderr)
         return 2
