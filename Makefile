@@ -19,8 +19,9 @@ venv: $(STAMP)
 # Debian tools the images and tests need: debootstrap builds the base image
 # without any registry. Installed only when missing; needs root or sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# chromium renders the HTML report in the report's browser test.
-SYSDEPS := debootstrap chromium
+# chromium renders the HTML report in the report's browser test; kcat is a column of the client
+# compatibility table (tests/integration/cluster/test_client_compat.py).
+SYSDEPS := debootstrap chromium kcat
 sysdeps:
 	@missing=""; for c in $(SYSDEPS); do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
 	if [ -n "$$missing" ]; then $(SUDO) apt-get update -q && \
@@ -36,7 +37,7 @@ run: venv images
 
 ## make test: every test suite (unit, integration, docker, scenarios)
 test: venv lint images
-	$(BIN)/pytest -q -ra
+	$(BIN)/pytest -q -ra --durations=40
 
 test-unit: venv
 	$(BIN)/pytest -q -ra tests/unit

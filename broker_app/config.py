@@ -31,14 +31,26 @@ class BrokerConfig:
     default_replication_factor: int = 1  # default.replication.factor
     min_insync_replicas: int = 1  # min.insync.replicas (broker default)
     segment_bytes: int = 16 * 1024 * 1024  # log.segment.bytes
+    log_retention_check_interval_ms: int = 300_000  # log.retention.check.interval.ms
     max_message_bytes: int = 1024 * 1024 + 12  # message.max.bytes
     flush_every_batch: bool = False  # log.flush.interval.messages=1 when True
     offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
+    # --- group coordinator (Kafka's defaults) ---
+    offsets_topic_num_partitions: int = 50  # offsets.topic.num.partitions
+    offsets_topic_replication_factor: int = 3  # offsets.topic.replication.factor (capped)
+    offsets_commit_required_acks: int = -1  # offsets.commit.required.acks; 1 = legacy switch
+    offsets_commit_timeout_ms: int = 5_000  # offsets.commit.timeout.ms
+    group_min_session_timeout_ms: int = 6_000  # group.min.session.timeout.ms
+    group_max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
+    group_initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms
     # Upper bound on a fetch's max_wait, so a bad client value cannot park a connection forever.
     fetch_max_wait_ms_cap: int = 30_000
     extra: dict[str, str] = field(default_factory=dict)
     # --- cluster mode (all unused without `controller`) ---
     controller: tuple[str, int] | None = None  # where the KRaft-style controller listens
+    # A quorum of controllers (issue 13): `controller` is the first; the broker moves on to
+    # the next when one is unreachable or answers NOT_CONTROLLER.
+    controller_bootstrap: tuple[tuple[str, int], ...] = ()
     # Where THIS broker connects for replica fetches to broker id N (e.g. a Toxiproxy proxy);
     # a peer not listed is reached at its registered (advertised) address.
     peer_addresses: dict[int, tuple[str, int]] = field(default_factory=dict)
@@ -53,10 +65,27 @@ class BrokerConfig:
     replica_fetch_backoff_ms: int = 200  # replica.fetch.backoff.ms (doubles up to 10x on errors)
     request_timeout_ms: int = 30_000  # upper bound on any request to a peer or the controller
     admin_port: int | None = None  # HTTP GET /state; None = no admin endpoint
+    # --- hostile input (issue 15); see server/limits.py for where these differ from Kafka ---
+    max_connections: int | None = None  # max.connections; None = half the fd ulimit
+    max_connections_per_ip: int = 2**31 - 1  # max.connections.per.ip (Kafka: unlimited)
+    connections_max_idle_ms: int = 600_000  # connections.max.idle.ms
+    # Partitions one CreateTopics or auto-creating Metadata request may create (not a Kafka
+    # setting: Kafka throttles with controller_mutation_rate quotas, KIP-599).
+    max_partitions_per_create_request: int = 10_000
 
     def __post_init__(self) -> None:
         if self.flush not in FLUSH_POLICIES:
             raise ValueError(f"flush={self.flush!r} is not one of {', '.join(FLUSH_POLICIES)}")
+        if self.offsets_commit_required_acks not in (-1, 1):
+            raise ValueError(
+                f"offsets_commit_required_acks must be -1 or 1, got "
+                f"{self.offsets_commit_required_acks}"
+            )
+        if self.offsets_topic_num_partitions < 1:
+            raise ValueError(
+                f"offsets_topic_num_partitions must be >= 1, "
+                f"got {self.offsets_topic_num_partitions}"
+            )
         if self.replica_lag_time_max_ms <= 0:
             raise ValueError(
                 f"replica_lag_time_max_ms must be > 0, got {self.replica_lag_time_max_ms}"

@@ -1,1 +1,1 @@
-"""highwater harness: the Jepsen-style cluster, client, generator, nemesis, checker, store."""
+"""highwater harness: the Jepsen-style cluster, client, workload, nemesis, checker, store."""

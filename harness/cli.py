@@ -17,7 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "broker": ("broker_app.server.main", "run one broker"),
     "dump-log": ("broker_app.storage.dump", "print the batches of a segment, like kafka-dump-log"),
     "demo": ("harness.demo", "start one broker, produce and consume with a real client"),
-    "bench": ("harness.bench.cli", "benchmarks: broker, cluster, proxy, checker"),
+    "bench": ("harness.bench.cli", "benchmarks: broker, cluster, proxy, checker, fuzz"),
     "plan": ("harness.plan.cli", "validate fault plans, show their steps or random schedule"),
     "toxiproxy-server": ("harness.toxiproxy_server.main", "run the Toxiproxy-compatible server"),
     "check": ("harness.checker.cli", "check run histories, write results.json"),
@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("harness.run.main", "run a fault plan: cluster, workload, faults, check, report"),
     "scenario": ("harness.scenario.cli", "loss scenarios L1-L9 per mode; min-isr matrix"),
     "nightly": ("harness.nightly.cli", "run the nightly suite in a budget: summary, trends, JUnit"),
+    "sim": ("harness.sim.cli", "run a plan on the deterministic simulator; `sim explore` searches"),
 }
 
 

@@ -10,7 +10,7 @@ Contract:
   (absent for acks=0), `fail` with the error name when the message was certainly not written,
   `info` with the error name when it may have been (see `classify`).
 - After an `info` completion the client must be discarded (`crashed` is True): its message may
-  still be in flight, so its process cannot start another op. The generator replaces it with a
+  still be in flight, so its process cannot start another op. The workload replaces it with a
   new process number, as Jepsen does.
 - `ConsumerClient.poll()` is one consumer poll: `ok` with `records` ([{topic, partition, offset,
   value}] in the order received) and `final`; `fail` when the poll only returned errors (it read
@@ -32,7 +32,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
-from harness.checker.history import HistoryWriter
+from harness.store.history import HistoryWriter
 
 # ------------------------------------------------------------------ classification
 #

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from tenacity import retry, stop_after_delay, wait_fixed
+from harness.localproc import free_port, wait_listening
 
 TOPIC = "demo"
 
@@ -30,31 +29,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-data", action="store_true", help="keep the broker's data dir")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@retry(stop=stop_after_delay(30), wait=wait_fixed(0.2), reraise=True)
-def _wait_listening(port: int) -> None:
-    with socket.create_connection(("127.0.0.1", port), timeout=1):
-        pass
-
-
 def run(args: argparse.Namespace) -> int:
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     data_dir = Path(tempfile.mkdtemp(prefix="highwater-demo-"))
-    port = _free_port()
+    port = free_port()
     broker = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", "broker", "--node-id", "1",
          "--port", str(port), "--data-dir", str(data_dir)],
     )
     bootstrap = f"127.0.0.1:{port}"
     try:
-        _wait_listening(port)
+        wait_listening(port, broker, 30.0, "broker")
         print(f"broker 1 listening on {bootstrap}, data in {data_dir}")
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=1)])[

@@ -10,9 +10,12 @@ Contract:
   removing a timeout toxic closes the connections it held (Toxiproxy's behaviour), so clients
   reconnect after a heal.
 - isolate(node): partition(node, x) for every other node, the clients included.
-- latency(src, dst, ms, jitter_ms) and bandwidth(src, dst, kbps) act on the bytes flowing from
-  src to dst only: the upstream stream of proxy src->dst, or else the downstream stream of proxy
-  dst->src (e.g. broker-1 -> client). clear(src, dst) removes those; heal_all() resets every proxy
+- latency(src, dst, ms, jitter_ms), bandwidth(src, dst, kbps), blackhole(src, dst,
+  close_after_ms) (`timeout` toxic), reset(src, dst, after_ms) (`reset_peer`), slice(src, dst,
+  bytes, variation, delay_us) (`slicer`) and limit_data(src, dst, bytes) (`limit_data`) act on the
+  bytes flowing from src to dst only: the upstream stream of proxy src->dst, and the downstream
+  stream of proxy dst->src (e.g. broker-1 -> client). Each is one toxic named
+  "<kind>-<stream>". clear(src, dst, kinds) removes those; heal_all() resets every proxy
   (Toxiproxy's POST /reset: every toxic removed, every proxy enabled).
 - Unknown nodes or pairs with no proxy between them raise NetError naming them. Repeating a
   fault replaces it (toxics are named by kind and stream).
@@ -180,8 +183,40 @@ class Net:
         for link, stream in self._directions(src, dst):
             self._add_toxic(link, f"bandwidth-{stream}", stream, "bandwidth", {"rate": kbps})
 
+    def blackhole(self, src: str, dst: str, close_after_ms: int = 0) -> None:
+        """Drop every byte from src to dst (Toxiproxy `timeout`); with close_after_ms > 0 each
+        connection is closed that long after the toxic reached it, with 0 never (it is closed
+        when the toxic is removed)."""
+        self._link_toxic("blackhole", src, dst, "timeout", {"timeout": close_after_ms})
+
+    def reset(self, src: str, dst: str, after_ms: int = 0) -> None:
+        """Reset (RST) each connection after_ms after its next bytes from src (`reset_peer`)."""
+        self._link_toxic("reset", src, dst, "reset_peer", {"timeout": after_ms})
+
+    def slice(self, src: str, dst: str, bytes: int, variation: int = 0, delay_us: int = 0
+              ) -> None:
+        """Cut the bytes from src to dst into pieces of about `bytes` +- variation, one piece
+        every delay_us microseconds (`slicer`)."""
+        if bytes < 1:
+            raise NetError(f"slice {src}->{dst}: bytes={bytes} must be >= 1")
+        self._link_toxic("slice", src, dst, "slicer",
+                         {"average_size": bytes, "size_variation": variation, "delay": delay_us})
+
+    def limit_data(self, src: str, dst: str, bytes: int) -> None:
+        """Close each connection once `bytes` bytes from src to dst went through (`limit_data`)."""
+        self._link_toxic("limit-data", src, dst, "limit_data", {"bytes": bytes})
+
+    def _link_toxic(self, kind: str, src: str, dst: str, toxic: str,
+                    attributes: dict[str, int]) -> None:
+        bad = {k: v for k, v in attributes.items() if v < 0}
+        if bad:
+            raise NetError(f"{kind} {src}->{dst}: {bad} must be >= 0")
+        for link, stream in self._directions(src, dst):
+            self._add_toxic(link, f"{kind}-{stream}", stream, toxic, attributes)
+
     def clear(self, src: str, dst: str, kinds: Iterable[str] = ("latency", "bandwidth")) -> None:
-        """Remove the latency and/or bandwidth limits on bytes from src to dst."""
+        """Remove the faults of those kinds (latency, bandwidth, blackhole, reset, slice,
+        limit-data) on bytes from src to dst."""
         for link, stream in self._directions(src, dst):
             for kind in kinds:
                 self._remove_toxic(link, f"{kind}-{stream}")

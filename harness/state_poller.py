@@ -31,7 +31,7 @@ from typing import Any
 
 from harness.plan.model import ClusterSpec
 from harness.plan.state import ClusterState, PartitionState, ReplicaState
-from harness.report.states import ROLES, StatesWriter
+from harness.store.states import ROLES, StatesWriter
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,14 @@ def _broker_id(node: str) -> int | None:
     return int(n) if prefix == "broker" and n.isdigit() else None
 
 
+def _workload_partitions(st: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A broker's partitions minus internal topics (`__consumer_offsets`, which the group
+    coordinator creates as soon as a consumer with a group.id asks for its coordinator): plans,
+    conditions and reports are about the workload's topics."""
+    return [p for p in st.get("partitions") or []
+            if isinstance(p, dict) and not str(p.get("topic", "")).startswith("__")]
+
+
 def build_state(
     spec: ClusterSpec, answers: Mapping[str, dict[str, Any]], elapsed_s: float = 0.0
 ) -> ClusterState:
@@ -61,7 +69,7 @@ def build_state(
     replicas: dict[str, dict[int, ReplicaState]] = {}
     best_view: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
     for b, st in brokers.items():
-        for p in st.get("partitions") or []:
+        for p in _workload_partitions(st):
             try:
                 name = f"{p['topic']}-{int(p['partition'])}"
                 role = p.get("role") if p.get("role") in ROLES else "none"
@@ -95,6 +103,7 @@ def build_state(
                 tuple(view.get("replicas") or ()),
                 tuple(view.get("isr") or ()),
                 replicas.get(name, {}),
+                tuple(view.get("elr") or ()),
             )
     return ClusterState(
         brokers=spec.broker_ids(),
@@ -160,7 +169,9 @@ class StatePoller:
             b = _broker_id(node)
             if b is None:
                 continue
-            for p in st.get("partitions") or []:
+            lag = (st.get("event_loop_lag_ms") or {}).get("current")
+            lag = lag if isinstance(lag, int) and lag >= 0 else None
+            for p in _workload_partitions(st):
                 try:
                     leader = p.get("leader")
                     self.states.write(
@@ -169,6 +180,8 @@ class StatePoller:
                         leader if isinstance(leader, int) and leader >= 0 else None,
                         int(p.get("leader_epoch", -1)), int(p.get("hw", 0)),
                         int(p.get("leo", 0)), [int(x) for x in p.get("isr") or ()],
+                        loop_lag_ms=lag,
+                        elr=[int(x) for x in p.get("elr") or ()],
                     )
                 except (KeyError, TypeError, ValueError):
                     continue

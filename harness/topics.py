@@ -1,8 +1,11 @@
 """`highwater topics describe --bootstrap HOST:PORT [--topic T]`: like kafka-topics --describe.
 
-Prints one line per partition, `Topic: T Partition: 0 Leader: 1 Replicas: 1,2,3 Isr: 1,2,3`,
-from a broker's Metadata (confluent-kafka AdminClient.list_topics, which reports the ISR as the
-controller committed it). Exit 1 when the cluster cannot be reached or the topic is unknown.
+Prints one line per partition, `Topic: T Partition: 0 Leader: 1 Replicas: 1,2,3 Isr: 1,2,3
+Elr: 2 LastKnownElr: ` (Kafka 4.x's format), from a broker's Metadata (confluent-kafka
+AdminClient.list_topics, which reports the ISR as the controller committed it) and the ELR
+fields from DescribeTopicPartitions (KIP-966; kafka-python's describe_topic_partitions, as
+librdkafka does not call that API). Exit 1 when the cluster cannot be reached or the topic is
+unknown.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ def describe_lines(bootstrap: str, topic: str | None = None, timeout: float = 10
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     md = admin.list_topics(topic=topic, timeout=timeout)
+    elr = _eligible_leader_replicas(bootstrap, [topic] if topic else [], timeout)
     lines = []
     for name in sorted(md.topics):
         t = md.topics[name]
@@ -33,9 +37,44 @@ def describe_lines(bootstrap: str, topic: str | None = None, timeout: float = 10
             p = t.partitions[pid]
             lines.append(
                 f"Topic: {name} Partition: {pid} Leader: {p.leader} "
-                f"Replicas: {','.join(map(str, p.replicas))} Isr: {','.join(map(str, p.isrs))}"
+                f"Replicas: {','.join(map(str, p.replicas))} Isr: {','.join(map(str, p.isrs))} "
+                + elr.get((name, pid), "Elr: ? LastKnownElr: ?")
             )
     return lines
+
+
+def _eligible_leader_replicas(bootstrap: str, topics: list[str], timeout: float
+                              ) -> dict[tuple[str, int], str]:  # fmt: skip
+    """(topic, partition) -> "Elr: ... LastKnownElr: ..." via DescribeTopicPartitions; empty
+    when the broker does not answer it (the lines then show "?")."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    def ids(v: list[int] | None) -> str:
+        return ",".join(map(str, v or []))
+
+    out: dict[tuple[str, int], str] = {}
+    admin = None
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap,
+                                 request_timeout_ms=int(timeout * 1000))  # fmt: skip
+        cursor = None
+        for _ in range(1000):  # bounded paging: 2000 partitions a page
+            page = admin.describe_topic_partitions(topics, cursor=cursor)
+            for t in page["topics"]:
+                for p in t["partitions"]:
+                    out[(t["name"], p["partition_index"])] = (
+                        f"Elr: {ids(p['eligible_leader_replicas'])} "
+                        f"LastKnownElr: {ids(p['last_known_elr'])}")
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+    except (KafkaError, OSError, ValueError):
+        return out
+    finally:
+        if admin is not None:
+            admin.close()
+    return out
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,7 +4,8 @@ GET /state → JSON {"broker_id", "broker_epoch", "fenced", "metadata_offset", "
 "partitions": [...]}, one entry per hosted partition: Partition.snapshot() (topic, partition,
 role, leader, leader_epoch, partition_epoch, replicas, isr, maximal_isr, epoch_cache,
 remote_replicas...) plus the short names the harness plots: hw, leo, log_start, and
-hw_checkpoint (the HW in the last replication-offset-checkpoint, -1 before the first).
+hw_checkpoint (the HW in the last replication-offset-checkpoint, -1 before the first);
+"event_loop_lag_ms": {"current", "max", "samples"} (broker_app/server/liveness.py).
 GET /health → "ok". Anything else: 404; a malformed request: 400. The harness polls it to wait on
 exact conditions (ISR size, HW = LEO everywhere) and to draw HW/LEO timelines.
 """
@@ -23,7 +24,9 @@ log = logging.getLogger(__name__)
 MAX_REQUEST_BYTES = 8192
 
 
-def broker_state(node_id: int, replica_manager: Any, link: Any = None) -> dict[str, Any]:
+def broker_state(
+    node_id: int, replica_manager: Any, link: Any = None, lag: Any = None
+) -> dict[str, Any]:
     parts = []
     checkpointed = replica_manager.log_manager.checkpointed_high_watermarks
     for snap in replica_manager.snapshot():
@@ -32,6 +35,10 @@ def broker_state(node_id: int, replica_manager: Any, link: Any = None) -> dict[s
         snap["log_start"] = snap["log_start_offset"]
         # The HW a crash would restart this replica from (replication-offset-checkpoint).
         snap["hw_checkpoint"] = checkpointed.get((snap["topic"], snap["partition"]), -1)
+        # KIP-966: the partition's ELR as this broker's metadata image has it.
+        reg = link.image.partition(snap["topic"], snap["partition"]) if link is not None else None
+        snap["elr"] = list(reg.elr) if reg is not None else []
+        snap["last_known_elr"] = list(reg.last_known_elr) if reg is not None else []
         parts.append(snap)
     return {
         "broker_id": node_id,
@@ -40,6 +47,8 @@ def broker_state(node_id: int, replica_manager: Any, link: Any = None) -> dict[s
         "metadata_offset": link.image.offset if link is not None else -1,
         "controller": link is not None,
         "partitions": parts,
+        # liveness.LoopLag: {"current", "max" since start, "samples"}, ms the loop was blocked
+        "event_loop_lag_ms": lag.snapshot() if lag is not None else None,
     }
 
 

@@ -20,7 +20,11 @@ class ControllerApiKey(IntEnum):
     METADATA = 3
     API_VERSIONS = 18
     CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    ALTER_CONFIGS = 33
+    CREATE_PARTITIONS = 37
     ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
     ALTER_PARTITION_REASSIGNMENTS = 45
     ALTER_PARTITION = 56
     BROKER_REGISTRATION = 62
@@ -33,6 +37,11 @@ CONTROLLER_APIS: dict[int, VersionRange] = {
     ControllerApiKey.API_VERSIONS: VersionRange(0, 3),
     ControllerApiKey.CREATE_TOPICS: VersionRange(2, 7),
     ControllerApiKey.ELECT_LEADERS: VersionRange(0, 2),
+    # topic admin (topic_admin_apis.py): Kafka 4.x's ranges
+    ControllerApiKey.DELETE_TOPICS: VersionRange(1, 6),
+    ControllerApiKey.ALTER_CONFIGS: VersionRange(0, 2),
+    ControllerApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
+    ControllerApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
     ControllerApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
     ControllerApiKey.ALTER_PARTITION: VersionRange(2, 3),
     ControllerApiKey.BROKER_REGISTRATION: VersionRange(0, 4),
@@ -40,6 +49,9 @@ CONTROLLER_APIS: dict[int, VersionRange] = {
 }
 
 
-def decode_controller_request(frame: bytes) -> Request:
-    """codec.decode_request against CONTROLLER_APIS. Raises ProtocolError subclasses."""
-    return decode_request(frame, CONTROLLER_APIS)
+def decode_controller_request(
+    frame: bytes, apis: dict[int, VersionRange] | None = None
+) -> Request:
+    """codec.decode_request against CONTROLLER_APIS (or `apis`: a quorum controller adds the
+    Raft APIs). Raises ProtocolError subclasses."""
+    return decode_request(frame, CONTROLLER_APIS if apis is None else apis)

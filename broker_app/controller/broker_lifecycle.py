@@ -50,6 +50,7 @@ class BrokerLifecycle:
         incarnation_id: uuid.UUID | None = None,
         heartbeat_interval_ms: int = 2000,
         retry_backoff_ms: int = 250,
+        previous_broker_epoch: int = -1,
     ) -> None:
         self.broker_id = broker_id
         self.host = host
@@ -59,11 +60,18 @@ class BrokerLifecycle:
         self.incarnation_id = incarnation_id or uuid.uuid4()
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.retry_backoff_ms = retry_backoff_ms
+        # KIP-966: the epoch in the clean-shutdown marker, -1 after an unclean shutdown.
+        self.previous_broker_epoch = previous_broker_epoch
         self.state = BrokerState.STARTING
         self.broker_epoch = -1
         self.last_error: str | None = None
         self._next_send_ms = 0
         self._in_flight: str | None = None
+
+    @property
+    def next_send_ms(self) -> int:
+        """When next_request may next return a request (if none is in flight)."""
+        return self._next_send_ms
 
     @property
     def is_fenced(self) -> bool:
@@ -97,6 +105,7 @@ class BrokerLifecycle:
                     ],  # fmt: skip
                     "features": [],
                     "rack": self.rack,
+                    "previous_broker_epoch": self.previous_broker_epoch,
                 },
             )
         self._in_flight = "heartbeat"

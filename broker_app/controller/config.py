@@ -12,6 +12,10 @@ class ControllerConfig:
     session_timeout_ms: int = 9000  # broker.session.timeout.ms
     # unclean.leader.election.enable (cluster default; a topic config overrides it)
     unclean_leader_election: bool = False
+    # KIP-966 eligible leader replicas (Kafka: feature eligible.leader.replicas.version=1,
+    # opt-in in 4.0, on for new clusters from 4.1). The kafka_version preset sets it.
+    eligible_leader_replicas: bool = True
+    min_insync_replicas: int = 1  # min.insync.replicas (cluster default; a topic config wins)
     auto_leader_rebalance: bool = False  # auto.leader.rebalance.enable (Kafka's default: true)
     leader_imbalance_check_interval_ms: int = 300_000  # leader.imbalance.check.interval.seconds
     leader_imbalance_per_broker_percentage: int = 10  # leader.imbalance.per.broker.percentage

@@ -20,6 +20,7 @@ from typing import Any
 
 from broker_app.metadata.records import METADATA_PARTITION, METADATA_TOPIC
 from broker_app.protocol.codec import Request
+from broker_app.reject_log import RejectLog
 from broker_app.server.api_common import (
     api_versions_response,
     image_topic_metadata,
@@ -44,8 +45,15 @@ from .messages import (
 )
 from .metadata_log import FileMetadataLog
 from .quorum_controller import QuorumController
+from .topic_admin_apis import (
+    handle_alter_configs,
+    handle_create_partitions,
+    handle_delete_topics,
+    handle_incremental_alter_configs,
+)
 
 log = logging.getLogger(__name__)
+_REJECTS = RejectLog(log)  # rate-limited lines for rejected requests (issue 15)
 
 CONFIG_SOURCE_TOPIC = 1
 FETCH_MAX_WAIT_CAP_MS = 30_000
@@ -67,6 +75,9 @@ class ControllerApis:
         self.controller = controller
         self.metadata_log = metadata_log
         self.advertised = advertised
+        # Quorum mode: (node id, host, port) of the active controller as far as we know, so
+        # Metadata sends an AdminClient on a standby to the active one (default: ourselves).
+        self.controller_endpoint: Callable[[], tuple[int, str, int]] | None = None
         k = ControllerApiKey
         self._handlers: dict[int, Callable[[Request, int], Any]] = {
             k.API_VERSIONS: self.handle_api_versions,
@@ -79,6 +90,11 @@ class ControllerApis:
             k.ALTER_PARTITION_REASSIGNMENTS: self.handle_alter_partition_reassignments,
             k.FETCH: self.handle_fetch,
         }
+        for key, fn in ((k.DELETE_TOPICS, handle_delete_topics),
+                        (k.CREATE_PARTITIONS, handle_create_partitions),
+                        (k.ALTER_CONFIGS, handle_alter_configs),
+                        (k.INCREMENTAL_ALTER_CONFIGS, handle_incremental_alter_configs)):
+            self._handlers[key] = lambda r, now, fn=fn: fn(self.controller, r, now)  # fmt: skip
 
     def handle(self, request: Request, now_ms: int) -> Any:
         return self._handlers[request.api_key](request, now_ms)
@@ -95,8 +111,9 @@ class ControllerApis:
     def handle_metadata(self, request: Request, now_ms: int) -> Any:
         image = self.controller.image
         cfg = self.controller.config
-        host, port = self.advertised
-        brokers = [{"node_id": cfg.node_id, "host": host, "port": port, "rack": None}]
+        node_id, host, port = (self.controller_endpoint() if self.controller_endpoint
+                               else (cfg.node_id, *self.advertised))
+        brokers = [{"node_id": node_id, "host": host, "port": port, "rack": None}]
         for b in image.live_brokers():
             reg = image.brokers[b]
             brokers.append({"node_id": b, "host": reg.host, "port": reg.port, "rack": reg.rack})
@@ -113,7 +130,7 @@ class ControllerApis:
                 "throttle_time": 0,
                 "brokers": brokers,
                 "cluster_id": cfg.cluster_id,
-                "controller_id": cfg.node_id,
+                "controller_id": node_id,
                 "topics": topics,
             },
         )
@@ -130,10 +147,11 @@ class ControllerApis:
             port=int(listener.port) if listener else 0,
             rack=body.rack,
             cluster_id=body.cluster_id,
+            previous_broker_epoch=int(getattr(body, "previous_broker_epoch", -1)),
         )
         resp, _ = self.controller.register_broker(req, now_ms)
         if resp.message:
-            log.warning("BrokerRegistration rejected: %s", resp.message)
+            _REJECTS.warning("BrokerRegistration rejected: %s", resp.message)
         return self._respond(
             request,
             {"throttle_time": 0, "error_code": resp.error, "broker_epoch": resp.broker_epoch},
@@ -359,10 +377,10 @@ class ControllerApis:
         if topic != METADATA_TOPIC or partition != METADATA_PARTITION:
             out["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
             return topic, out
-        # Single controller: everything in the log is committed, so HW = LEO.
-        end = mlog.end_offset
+        # Committed data only: a single controller's HW is its LEO; a quorum's is Raft's.
+        end = mlog.high_watermark
         out.update(high_watermark=end, last_stable_offset=end,
-                   log_start_offset=mlog.log.log_start_offset)  # fmt: skip
+                   log_start_offset=mlog.log_start_offset)  # fmt: skip
         try:
             out["records"] = mlog.read(offset, max(max_bytes, 1))
         except OffsetOutOfRangeError:

@@ -17,6 +17,14 @@ import signal
 import sys
 from pathlib import Path
 
+from broker_app.kafka_versions import (
+    DEFAULT_VERSION,
+    as_bool,
+    bool_text,
+    kafka_version_arg,
+    resolve,
+)
+
 from .config import ControllerConfig
 
 log = logging.getLogger("broker_app.controller")
@@ -30,9 +38,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--advertised-host", default=None)
     parser.add_argument("--admin-port", type=int, default=None, help="HTTP GET /state")
     parser.add_argument("--cluster-id", default="highwater-cluster")
+    parser.add_argument("--fetch-max-wait-cap-ms", type=int, default=None,
+                        help="bound on a parked metadata Fetch's max_wait (the fuzzer lowers it)")
     parser.add_argument("--session-timeout-ms", type=int, default=9000)
-    parser.add_argument("--unclean-leader-election", action="store_true",
-                        help="cluster default of unclean.leader.election.enable")  # fmt: skip
+    parser.add_argument("--kafka-version", type=kafka_version_arg, default=None,
+                        help="behaviour preset of this Kafka release (docs/kafka-versions.md; "
+                             f"default {DEFAULT_VERSION}); the switches below override one field")
+    parser.add_argument("--unclean-leader-election", action=argparse.BooleanOptionalAction,
+                        default=None, help="cluster default of unclean.leader.election.enable")
+    parser.add_argument("--eligible-leader-replicas", action=argparse.BooleanOptionalAction,
+                        default=None, help="KIP-966 eligible leader replicas")
+    parser.add_argument("--min-insync-replicas", type=int, default=1,
+                        help="cluster default of min.insync.replicas (a topic config wins)")
     parser.add_argument("--auto-leader-rebalance", action="store_true")
     parser.add_argument("--leader-imbalance-check-interval-ms", type=int, default=300_000)
     parser.add_argument("--leader-imbalance-per-broker-percentage", type=int, default=10)
@@ -40,6 +57,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--default-replication-factor", type=int, default=1)
     parser.add_argument("--tick-interval-ms", type=int, default=100)
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--controller-quorum-voters", default=None,
+                        help="controller.quorum.voters, `id@host:port,...` (the voters' Kafka "
+                             "listeners): run a Raft quorum of controllers (issue 13); without "
+                             "it this is the single controller")
+    parser.add_argument("--controller-quorum-election-timeout-ms", type=int, default=1000)
+    parser.add_argument("--controller-quorum-fetch-timeout-ms", type=int, default=2000)
+
+
+def config_from_args(args: argparse.Namespace) -> ControllerConfig:
+    """The ControllerConfig of these arguments (the simulator builds its controller with it);
+    ValueError (KafkaVersionError) for a refused switch combination."""
+    sw = resolve(args.kafka_version, {
+        "unclean-leader-election": bool_text(args.unclean_leader_election),
+        "eligible-leader-replicas": bool_text(args.eligible_leader_replicas),
+    })  # fmt: skip
+    return ControllerConfig(
+        node_id=args.node_id,
+        cluster_id=args.cluster_id,
+        session_timeout_ms=args.session_timeout_ms,
+        unclean_leader_election=as_bool(sw["unclean-leader-election"]),
+        eligible_leader_replicas=as_bool(sw["eligible-leader-replicas"]),
+        min_insync_replicas=args.min_insync_replicas,
+        auto_leader_rebalance=args.auto_leader_rebalance,
+        leader_imbalance_check_interval_ms=args.leader_imbalance_check_interval_ms,
+        leader_imbalance_per_broker_percentage=args.leader_imbalance_per_broker_percentage,
+        num_partitions=args.num_partitions,
+        default_replication_factor=args.default_replication_factor,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,17 +97,14 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, name) <= 0:
             log.error("--%s must be > 0, got %d", name.replace("_", "-"), getattr(args, name))
             return 2
-    config = ControllerConfig(
-        node_id=args.node_id,
-        cluster_id=args.cluster_id,
-        session_timeout_ms=args.session_timeout_ms,
-        unclean_leader_election=args.unclean_leader_election,
-        auto_leader_rebalance=args.auto_leader_rebalance,
-        leader_imbalance_check_interval_ms=args.leader_imbalance_check_interval_ms,
-        leader_imbalance_per_broker_percentage=args.leader_imbalance_per_broker_percentage,
-        num_partitions=args.num_partitions,
-        default_replication_factor=args.default_replication_factor,
-    )
+    try:
+        config = config_from_args(args)
+    except ValueError as e:
+        log.error("bad controller configuration: %s", e)
+        return 2
+    log.info("emulating Kafka %s: unclean election %s, eligible leader replicas %s",
+             args.kafka_version or DEFAULT_VERSION, bool_text(config.unclean_leader_election),
+             bool_text(config.eligible_leader_replicas))  # fmt: skip
     try:
         asyncio.run(serve(config, args))
     except OSError as e:
@@ -80,6 +122,10 @@ async def serve(config: ControllerConfig, args: argparse.Namespace) -> None:
     from .quorum_controller import QuorumController
     from .server import ControllerServer
 
+    if args.controller_quorum_voters:
+        from .quorum_main import serve_quorum
+
+        return await serve_quorum(config, args)
     metadata_log = FileMetadataLog(args.data_dir)
     try:
         try:
@@ -89,6 +135,7 @@ async def serve(config: ControllerConfig, args: argparse.Namespace) -> None:
         server = ControllerServer(
             controller, metadata_log, args.host, args.port, args.admin_port,
             args.advertised_host, args.tick_interval_ms,
+            fetch_max_wait_cap_ms=args.fetch_max_wait_cap_ms,
         )  # fmt: skip
         await server.start()
         log.info(

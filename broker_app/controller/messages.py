@@ -20,6 +20,9 @@ class RegisterBrokerRequest:
     port: int
     rack: str | None = None
     cluster_id: str | None = None  # None: not checked
+    # KIP-966 (BrokerRegistration v3+): the broker epoch written in the clean-shutdown marker
+    # by the previous process, -1 after an unclean shutdown (or on a first start).
+    previous_broker_epoch: int = -1
 
 
 @dataclass(frozen=True)
@@ -145,3 +148,20 @@ class ReassignPartitionsRequest:
 @dataclass(frozen=True)
 class ReassignPartitionsResponse:
     results: list[PartitionResult]
+
+
+@dataclass(frozen=True)
+class TopicResult:
+    """One topic's outcome of DeleteTopics / CreatePartitions / AlterConfigs."""
+
+    name: str | None
+    error: Errors
+    message: str | None = None
+    topic_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True)
+class NewPartitions:
+    name: str
+    count: int
+    assignments: list[tuple[int, ...]] | None = None  # replicas of each new partition

@@ -69,6 +69,14 @@ class FileMetadataLog:
     def end_offset(self) -> int:
         return self.log.log_end_offset
 
+    @property
+    def high_watermark(self) -> int:
+        return self.log.log_end_offset  # one controller: everything appended is committed
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
     def append(self, records: Sequence[MetadataRecord]) -> int:
         batch = build_batch([(None, encode_record(r)) for r in records], epoch=self.epoch)
         info = self.log.append_as_leader(batch, self.epoch)

@@ -16,7 +16,15 @@ Contract:
   `tick(now_ms)` fences brokers whose last heartbeat is older than session_timeout_ms.
 - Fencing (session expiry, want_fence, controlled shutdown, re-registration of a new
   incarnation) removes the broker from every ISR unless it is the last member (KIP-841) and
-  moves its leaderships by the election rule in election.py.
+  moves its leaderships by the election rule in election.py. With eligible leader replicas
+  (KIP-966) the last member is removed too (the ISR may be empty) and joins the ELR.
+- Unclean-shutdown recovery (KIP-966, KAFKA-15582/15586): a new incarnation registers with
+  the broker epoch its predecessor wrote in the clean-shutdown marker; when that is not the
+  registered epoch (-1: the marker was missing) the shutdown was unclean, and with ELR
+  enabled the broker is removed from every ISR and ELR in the registration's own batch, so
+  it cannot lead before it has caught up again. Deviation: Kafka >= 3.9 (KAFKA-16952) no
+  longer compares the epoch and treats every new incarnation this way; we keep KIP-966's
+  rule, so a cleanly restarted ELR member stays eligible (the crash cases are identical).
 - Deviation from Kafka: a new incarnation may register while the old one's session is still
   live (Kafka answers DUPLICATE_BROKER_REGISTRATION until the session expires); here the new
   registration supersedes the old one at once and the old incarnation is treated as fenced, so
@@ -29,6 +37,11 @@ Contract:
   recorded; when the leader's AlterPartition puts every target replica in the ISR the
   reassignment completes (replicas = target, ISR restricted to it, leader re-elected if it was
   removed). A target already fully in the ISR completes at once. None cancels.
+- Topic admin: DeleteTopics writes RemoveTopic (brokers then delete the replicas' logs);
+  CreatePartitions writes PartitionRecords for the new partitions (placed like CreateTopics, or
+  as assigned); AlterConfigs writes one TopicConfig (ConfigRecord) per changed name. Each is
+  validated against the image first and answers Kafka's error codes per topic. Deviation:
+  deleting an internal topic (__consumer_offsets) answers INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -44,6 +57,8 @@ from broker_app.metadata.records import (
     MetadataRecord,
     PartitionRecord,
     RegisterBroker,
+    RemoveTopic,
+    TopicConfig,
     TopicRecord,
     UnfenceBroker,
 )
@@ -64,12 +79,14 @@ from .messages import (
     ElectLeadersResponse,
     HeartbeatRequest,
     HeartbeatResponse,
+    NewPartitions,
     NewTopic,
     PartitionResult,
     ReassignPartitionsRequest,
     ReassignPartitionsResponse,
     RegisterBrokerRequest,
     RegisterBrokerResponse,
+    TopicResult,
 )
 from .metadata_log import MetadataLog
 from .placement import place_replicas
@@ -77,9 +94,13 @@ from .placement import place_replicas
 log = logging.getLogger(__name__)
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
+MIN_ISR_CONFIG = "min.insync.replicas"
 # One CreateTopics must not freeze the controller or outgrow one metadata batch (~160 bytes of
 # JSON per partition): a topic gets at most this many partitions per request.
 MAX_PARTITIONS_PER_TOPIC = 10_000
+# Partitions one CreateTopics request may create in total (issue 15; Kafka throttles with
+# controller mutation quotas instead, KIP-599).
+MAX_PARTITIONS_PER_CREATE_REQUEST = 10_000
 
 
 class _Pending:
@@ -105,12 +126,18 @@ class QuorumController:
         config: ControllerConfig,
         metadata_log: MetadataLog,
         new_topic_id: Callable[[], uuid.UUID] = uuid.uuid4,
+        image: MetadataImage | None = None,
     ) -> None:
+        """`image`: the state the caller already replayed (a Raft leader, whose log also
+        holds control records, so its end offset is not the last metadata record's + 1)."""
         self.config = config
         self.log = metadata_log
         self.new_topic_id = new_topic_id
-        self.image = MetadataImage().apply_all(metadata_log.replay())
-        if self.image.offset + 1 != metadata_log.end_offset:
+        if image is not None:
+            self.image = image
+        else:
+            self.image = MetadataImage().apply_all(metadata_log.replay())
+        if image is None and self.image.offset + 1 != metadata_log.end_offset:
             raise ControllerError(
                 Errors.UNKNOWN_SERVER_ERROR,
                 f"metadata log replay ended at offset {self.image.offset}, "
@@ -147,7 +174,13 @@ class QuorumController:
         return PartitionChangeBuilder(
             str(topic.topic_id), partition, reg, p.image.is_live,
             unclean=self._unclean(topic) if unclean is None else unclean,
+            elr_enabled=self.config.eligible_leader_replicas,
+            min_isr=self._min_isr(topic),
         )  # fmt: skip
+
+    def _min_isr(self, topic: TopicImage) -> int:
+        value = topic.configs.get(MIN_ISR_CONFIG)
+        return self.config.min_insync_replicas if value is None else int(value)
 
     def _fence(self, p: _Pending, broker_id: int, controlled: bool, why: str) -> None:
         b = p.image.brokers[broker_id]
@@ -155,13 +188,19 @@ class QuorumController:
         p.add(FenceBroker(broker_id, b.epoch, controlled))
         self._move_away(p, broker_id)
 
-    def _move_away(self, p: _Pending, broker_id: int) -> None:
-        """Leaderships and ISR membership of a broker that is no longer live (KIP-841)."""
+    def _move_away(self, p: _Pending, broker_id: int, *, unclean_shutdown: bool = False) -> None:
+        """Leaderships, ISR and ELR membership of a broker that is no longer live.
+
+        Without ELR the last ISR member stays (KIP-841); with ELR it leaves the ISR and joins
+        the ELR, unless its shutdown was unclean: then it leaves the ISR and ELR (KIP-966)."""
+        elr = self.config.eligible_leader_replicas
         for topic, idx, reg in list(p.image.all_partitions()):
-            if reg.leader != broker_id and broker_id not in reg.isr:
+            if reg.leader != broker_id and broker_id not in reg.isr and broker_id not in reg.elr:
                 continue
             builder = self._builder(p, topic, idx, reg)
-            if broker_id in reg.isr and len(reg.isr) > 1:
+            if unclean_shutdown:
+                builder.set_unclean_shutdown_replicas([broker_id])
+            if broker_id in reg.isr and (len(reg.isr) > 1 or elr):
                 builder.set_target_isr([r for r in reg.isr if r != broker_id])
             change = builder.build()
             if change is not None:
@@ -196,7 +235,15 @@ class QuorumController:
         p.add(RegisterBroker(req.broker_id, epoch, req.incarnation_id, req.host, req.port,
                              req.rack, fenced=True))  # fmt: skip
         if existing is not None:
-            self._move_away(p, req.broker_id)  # the old incarnation is gone
+            # The old incarnation is gone; it shut down cleanly only if it wrote the epoch it
+            # had into the clean-shutdown marker and the new process read it back (KIP-966).
+            unclean = (self.config.eligible_leader_replicas
+                       and req.previous_broker_epoch != existing.epoch)  # fmt: skip
+            if unclean:
+                log.info("broker %d: unclean shutdown (previous epoch %d, registered %d): "
+                         "removed from every ISR and ELR", req.broker_id,
+                         req.previous_broker_epoch, existing.epoch)  # fmt: skip
+            self._move_away(p, req.broker_id, unclean_shutdown=unclean)
         records = self._commit(p)
         self._last_contact_ms[req.broker_id] = now_ms
         return RegisterBrokerResponse(Errors.NONE, epoch), records
@@ -305,13 +352,23 @@ class QuorumController:
         for t in req.topics:
             counts[t.name] += 1
         results = []
+        budget = MAX_PARTITIONS_PER_CREATE_REQUEST
         for t in req.topics:
             try:
                 if counts[t.name] > 1:
                     raise ControllerError(
                         Errors.INVALID_REQUEST, f"topic {t.name!r} appears more than once"
                     )
+                wanted = len(t.assignments) if t.assignments else (
+                    self.config.num_partitions if t.num_partitions == -1 else t.num_partitions)
+                if wanted > budget:
+                    raise ControllerError(
+                        Errors.INVALID_PARTITIONS,
+                        f"{wanted} more partitions exceed this request's limit of "
+                        f"{MAX_PARTITIONS_PER_CREATE_REQUEST}",
+                    )
                 results.append(self._create_topic(p, t, req.validate_only))
+                budget -= max(wanted, 0)
             except ControllerError as e:
                 log.info("CreateTopics %r rejected: %s", t.name, e)
                 results.append(CreateTopicResult(t.name, e.error, str(e)))
@@ -604,6 +661,133 @@ class QuorumController:
         change = builder.build()
         if change is not None:
             p.add(change)
+
+
+    # --- topic admin: DeleteTopics, CreatePartitions, AlterConfigs -------------------------
+
+    def delete_topics(
+        self, topics: list[tuple[str | None, uuid.UUID | None]], now_ms: int
+    ) -> tuple[list[TopicResult], list[MetadataRecord]]:
+        """Each entry names a topic by name or by id (DeleteTopics v6); results in order."""
+        p = self._begin()
+        results = []
+        names = [n for n, _ in topics if n]
+        for name, topic_id in topics:
+            try:
+                if name and topic_id is not None and topic_id.int != 0:
+                    raise ControllerError(Errors.INVALID_REQUEST,
+                                          "give a topic name or a topic id, not both")  # fmt: skip
+                if name and names.count(name) > 1:
+                    raise ControllerError(Errors.INVALID_REQUEST, f"duplicate topic name {name!r}")
+                if name:
+                    topic = p.image.topics.get(name)
+                    if topic is None:
+                        raise ControllerError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                              f"topic {name!r} does not exist")  # fmt: skip
+                else:
+                    topic = None if topic_id is None else p.image.topic_by_id(topic_id)
+                    if topic is None:
+                        raise ControllerError(Errors.UNKNOWN_TOPIC_ID,
+                                              f"no topic has id {topic_id}")  # fmt: skip
+                if topic.name.startswith("__"):
+                    raise ControllerError(Errors.INVALID_REQUEST,
+                                          f"internal topic {topic.name!r} cannot be deleted")
+                p.add(RemoveTopic(str(topic.topic_id)))
+                results.append(TopicResult(topic.name, Errors.NONE, None, topic.topic_id))
+            except ControllerError as e:
+                log.info("DeleteTopics %r rejected: %s", name or topic_id, e)
+                results.append(TopicResult(name, e.error, str(e), topic_id))
+        return results, self._commit(p)
+
+    def create_partitions(
+        self, items: list[NewPartitions], validate_only: bool, now_ms: int
+    ) -> tuple[list[TopicResult], list[MetadataRecord]]:
+        p = self._begin()
+        results = []
+        counts: dict[str, int] = defaultdict(int)
+        for it in items:
+            counts[it.name] += 1
+        for it in items:
+            try:
+                if counts[it.name] > 1:
+                    raise ControllerError(Errors.INVALID_REQUEST,
+                                          f"topic {it.name!r} appears more than once")  # fmt: skip
+                self._create_partitions_one(p, it, validate_only)
+                results.append(TopicResult(it.name, Errors.NONE))
+            except ControllerError as e:
+                log.info("CreatePartitions %r rejected: %s", it.name, e)
+                results.append(TopicResult(it.name, e.error, str(e)))
+        return results, self._commit(p)
+
+    def _create_partitions_one(self, p: _Pending, it: NewPartitions, validate_only: bool) -> None:
+        topic = p.image.topics.get(it.name)
+        if topic is None:
+            raise ControllerError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                  f"topic {it.name!r} does not exist")  # fmt: skip
+        have = len(topic.partitions)
+        if it.count <= have:
+            raise ControllerError(
+                Errors.INVALID_PARTITIONS,
+                f"Topic already has {have} partitions." if it.count == have else
+                f"Topic currently has {have} partitions, which is higher than the requested "
+                f"{it.count}.",
+            )  # fmt: skip
+        if it.count > MAX_PARTITIONS_PER_TOPIC:
+            raise ControllerError(Errors.INVALID_PARTITIONS,
+                                  f"{it.count} partitions exceed {MAX_PARTITIONS_PER_TOPIC}")
+        rf = len(topic.partitions[0].replicas) if 0 in topic.partitions else 1
+        new = it.count - have
+        if it.assignments is not None:
+            if len(it.assignments) != new:
+                raise ControllerError(
+                    Errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"{len(it.assignments)} assignments given for {new} new partitions",
+                )
+            for i, replicas in enumerate(it.assignments):
+                _check_replica_list(p.image, tuple(replicas), f"partition {have + i}")
+                if len(replicas) != rf:
+                    raise ControllerError(
+                        Errors.INVALID_REPLICA_ASSIGNMENT,
+                        f"partition {have + i} has {len(replicas)} replicas, the topic has {rf}",
+                    )
+            assignment = [tuple(r) for r in it.assignments]
+        else:
+            live = p.image.live_brokers()
+            if rf > len(live):
+                raise ControllerError(
+                    Errors.INVALID_REPLICATION_FACTOR,
+                    f"replication factor {rf} needs {rf} unfenced brokers, have {live}",
+                )
+            existing = sum(len(x.partitions) for x in p.image.topics.values())
+            assignment = place_replicas(live, new, rf, start_index=existing)
+        if validate_only:
+            return
+        for i, replicas in enumerate(assignment):
+            isr = tuple(r for r in replicas if p.image.is_live(r))
+            if not isr:
+                raise ControllerError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                                      f"all brokers of partition {have + i} are fenced")
+            p.add(PartitionRecord(str(topic.topic_id), have + i, replicas, isr, isr[0]))
+
+    def alter_topic_configs(
+        self, items: list[tuple[str, dict[str, str | None]]], validate_only: bool, now_ms: int
+    ) -> tuple[list[TopicResult], list[MetadataRecord]]:
+        """`items`: (topic, changes) with values already validated (server/configs.py);
+        None deletes a setting. One ConfigRecord per name whose value changes."""
+        p = self._begin()
+        results = []
+        for name, changes in items:
+            topic = p.image.topics.get(name)
+            if topic is None:
+                results.append(TopicResult(name, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                           f"topic {name!r} does not exist"))  # fmt: skip
+                continue
+            if not validate_only:
+                for key, value in sorted(changes.items()):
+                    if topic.configs.get(key) != value:
+                        p.add(TopicConfig(str(topic.topic_id), key, value))
+            results.append(TopicResult(name, Errors.NONE))
+        return results, self._commit(p)
 
 
 def _check_replica_list(image: MetadataImage, replicas: tuple[int, ...], where: str) -> None:

@@ -13,6 +13,11 @@
   "controller_epoch", "session_timeout_ms", "ms_since_heartbeat": {broker: ms},
   "image": MetadataImage.to_json()}; `GET /health` returns {"ok": true}.
   Anything else is 404; a malformed request gets 400.
+- Quorum mode (`quorum`, --controller-quorum-voters): Vote/BeginQuorumEpoch/EndQuorumEpoch/
+  FetchSnapshot/Fetch v18 go to the RaftManager; any other answer is held until the Raft
+  high watermark passes what it depends on, and becomes NOT_CONTROLLER if this controller
+  lost leadership first; parked metadata fetches wake when the high watermark moves;
+  /state adds "quorum" (RaftQuorumController.quorum_state) and shows the committed image.
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ import asyncio
 import json
 import logging
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from broker_app.protocol.codec import encode_response
 from broker_app.protocol.errors import ProtocolError
 from broker_app.protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
+from broker_app.reject_log import RejectLog
 
 from .aio import cancel_and_wait
 from .apis import decode_controller_request
@@ -33,7 +40,20 @@ from .controller_apis import ControllerApis, DelayedMetadataFetch
 from .metadata_log import FileMetadataLog
 from .quorum_controller import QuorumController
 
+if TYPE_CHECKING:
+    from .raft_facade import RaftControllerFacade
+    from .raft_manager import RaftManager
+
 log = logging.getLogger(__name__)
+
+PENDING_ANSWER_TIMEOUT_S = 30.0  # an answer waiting for commit; a deposed leader fails sooner
+
+
+@dataclass
+class QuorumEdge:
+    facade: RaftControllerFacade
+    manager: RaftManager
+    apis: dict[int, Any]  # the decode table: CONTROLLER_APIS plus the Raft APIs
 
 READ_CHUNK = 256 * 1024
 MAX_HTTP_HEADER = 16 * 1024
@@ -54,7 +74,12 @@ class ControllerServer:
         advertised_host: str | None = None,
         tick_interval_ms: int = 100,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        fetch_max_wait_cap_ms: int | None = None,
+        quorum: QuorumEdge | None = None,
     ) -> None:
+        # Quorum mode (--controller-quorum-voters): `controller` is the RaftControllerFacade,
+        # `metadata_log` the RaftMetadataLog; Raft requests go to quorum.manager.
+        self.quorum = quorum
         self.controller = controller
         self.metadata_log = metadata_log
         self.host = host
@@ -63,6 +88,9 @@ class ControllerServer:
         self.advertised_host = advertised_host or host
         self.tick_interval_ms = tick_interval_ms
         self.max_frame_bytes = max_frame_bytes
+        # Lower than the handler's own cap only when asked (the fuzzer): bounds parked fetches.
+        self.fetch_max_wait_cap_ms = fetch_max_wait_cap_ms
+        self.rejects = RejectLog(log)
         self.apis: ControllerApis | None = None
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -126,7 +154,7 @@ class ControllerServer:
                 try:
                     frames = decoder.feed(data)
                 except ProtocolError as e:
-                    log.warning("connection %s: %s; closing", peer, e)
+                    self.rejects.warning("connection %s: %s; closing", peer, e)
                     return
                 for frame in frames:
                     if not await self._process(frame, writer, peer):
@@ -137,35 +165,75 @@ class ControllerServer:
         except asyncio.CancelledError:
             pass
         except Exception:
-            log.exception("connection %s: unexpected error, closing", peer)
+            if self.rejects.warning("connection %s: unexpected error, closing", peer):
+                log.exception("connection %s: traceback of the unexpected error", peer)
         finally:
             writer.close()
 
     async def _process(self, frame: bytes, writer: asyncio.StreamWriter, peer: Any) -> bool:
         try:
-            request = decode_controller_request(frame)
+            request = decode_controller_request(
+                frame, None if self.quorum is None else self.quorum.apis)
         except ProtocolError as e:
-            log.warning("connection %s: %s; closing", peer, e)
+            self.rejects.warning("connection %s: %s; closing", peer, e)
             return False
         assert self.apis is not None
         before = self.metadata_log.end_offset
         try:
-            result = self.apis.handle(request, monotonic_ms())
+            if self.quorum is not None:
+                result = await self._process_quorum(request)
+            else:
+                result = self.apis.handle(request, monotonic_ms())
             self._notify_if_appended(before)
             if isinstance(result, DelayedMetadataFetch):
                 result = await self._await_fetch(result)
         except Exception:
-            log.exception(
-                "connection %s: handler for api_key=%d v%d failed; closing",
-                peer, request.api_key, request.api_version,
-            )  # fmt: skip
+            if self.rejects.warning("connection %s: handler for api_key=%d v%d failed; closing",
+                                    peer, request.api_key, request.api_version):  # fmt: skip
+                log.exception("handler traceback (api_key=%d)", request.api_key)
             return False
         writer.write(encode_response(request.correlation_id, request.api_key, result))
         return True
 
+    async def _process_quorum(self, request: Any) -> Any:
+        """Quorum mode: Raft requests to Raft; an operation's answer waits for its commit,
+        and becomes NOT_CONTROLLER if this controller lost leadership first."""
+        from .raft_manager import FETCH, RAFT_FETCH_VERSION, is_raft_request
+
+        assert self.quorum is not None and self.apis is not None
+        if is_raft_request(request):
+            return await self.quorum.manager.handle_request(request)
+        if request.api_key == FETCH and request.api_version > 12:
+            raise ValueError(f"Fetch v{request.api_version}: only <= 12 and "
+                             f"{RAFT_FETCH_VERSION} (Raft) here")
+        facade = self.quorum.facade
+        facade.last_pending = None
+        result = self.apis.handle(request, monotonic_ms())
+        pending, facade.last_pending = facade.last_pending, None
+        if pending is None:
+            return result
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        pending.on_done(lambda _p: done.done() or done.set_result(None))
+        await asyncio.wait_for(done, PENDING_ANSWER_TIMEOUT_S)
+        if pending.error is None:
+            return result
+        facade.refuse = True  # the same request again, answered NOT_CONTROLLER
+        try:
+            return self.apis.handle(request, monotonic_ms())
+        finally:
+            facade.refuse = False
+
+    def wake_parked_fetches(self) -> None:
+        """The high watermark moved (quorum mode): parked metadata fetches look again."""
+        self._appended.set()
+        self._appended = asyncio.Event()
+
     async def _await_fetch(self, delayed: DelayedMetadataFetch) -> Any:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + delayed.max_wait_ms / 1000
+        wait_ms = delayed.max_wait_ms
+        if self.fetch_max_wait_cap_ms is not None:
+            wait_ms = min(wait_ms, self.fetch_max_wait_cap_ms)
+        deadline = loop.time() + wait_ms / 1000
         while True:
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -181,6 +249,12 @@ class ControllerServer:
     # --- admin HTTP ---------------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
+        out = self._state()
+        if self.quorum is not None:
+            out["quorum"] = self.quorum.facade.raft.quorum_state()
+        return out
+
+    def _state(self) -> dict[str, Any]:
         return {
             "node_id": self.controller.config.node_id,
             "metadata_offset": self.controller.image.offset,

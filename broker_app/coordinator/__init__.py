@@ -1,6 +1,7 @@
-"""Coordinators: committed group offsets (GroupCoordinator) and producer-id allocation.
+"""Coordinators: consumer groups (GroupCoordinator) and producer-id allocation.
 
-Single-node and simple for now: group offsets are kept in memory and in a JSON file under the
-data dir (not Kafka's __consumer_offsets topic); there is no group membership protocol, only
-what an assign()-mode consumer with a group.id needs (FindCoordinator, OffsetCommit, OffsetFetch).
+The group coordinator is Kafka's classic one: a group belongs to the leader of its
+`__consumer_offsets` partition, and offsets and group metadata are records in that replicated
+topic (records.py for the formats, group_metadata.py for a group's states, group_coordinator.py
+for the protocol; server/group_apis.py is the broker edge). Producer ids come in persisted blocks.
 """

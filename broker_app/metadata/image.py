@@ -14,7 +14,10 @@ Contract:
 - `MetadataDelta(old, new).local_changes(broker_id)` lists, for one broker, the partitions it
   must now lead, follow or delete (what ReplicaManager turns into make_leader/make_follower):
   every partition whose registration changed (partition_epoch moved) and that lists the broker
-  as a replica, split by whether the broker is the leader.
+  as a replica, split by whether the broker is the leader; `deletes` are replicas the broker no
+  longer has (topic removed, or reassigned away), whose logs it deletes as Kafka's
+  StopReplica(deletePartition=true) does. `changed_topic_configs()` names topics whose configs
+  changed, so brokers re-read per-topic settings (min.insync.replicas) of partitions they host.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from .records import (
     PartitionChange,
     PartitionRecord,
     RegisterBroker,
+    RemoveTopic,
     TopicConfig,
     TopicRecord,
     UnfenceBroker,
@@ -59,6 +63,8 @@ class PartitionRegistration:
     partition_epoch: int = 0
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
+    elr: tuple[int, ...] = ()  # KIP-966 eligible leader replicas
+    last_known_elr: tuple[int, ...] = ()
 
     @property
     def preferred_leader(self) -> int:
@@ -172,6 +178,8 @@ class MetadataImage:
                             "partition_epoch": r.partition_epoch,
                             "adding_replicas": list(r.adding_replicas),
                             "removing_replicas": list(r.removing_replicas),
+                            "elr": list(r.elr),
+                            "last_known_elr": list(r.last_known_elr),
                         }
                         for p, r in sorted(t.partitions.items())
                     },
@@ -255,6 +263,10 @@ def _apply(
         else:
             configs[rec.name] = rec.value
         topics[t.name] = replace(t, configs=configs)
+    elif isinstance(rec, RemoveTopic):
+        t = _topic_for(topics, by_id, rec.topic_id, where, rec.TYPE)
+        del topics[t.name]
+        del by_id[t.topic_id]
     elif isinstance(rec, PartitionRecord):
         t = _topic_for(topics, by_id, rec.topic_id, where, rec.TYPE)
         if rec.partition < 0 or rec.partition in t.partitions:
@@ -264,7 +276,8 @@ def _apply(
         parts = dict(t.partitions)
         parts[rec.partition] = PartitionRegistration(
             rec.replicas, rec.isr, rec.leader, rec.leader_epoch, rec.partition_epoch,
-            rec.adding_replicas, rec.removing_replicas,
+            rec.adding_replicas, rec.removing_replicas, rec.eligible_leader_replicas,
+            rec.last_known_elr,
         )  # fmt: skip
         topics[t.name] = replace(t, partitions=parts)
     elif isinstance(rec, PartitionChange):
@@ -287,6 +300,8 @@ def _apply(
             removing_replicas=(
                 old.removing_replicas if rec.removing_replicas is None else rec.removing_replicas
             ),
+            elr=old.elr if rec.eligible_leader_replicas is None else rec.eligible_leader_replicas,
+            last_known_elr=old.last_known_elr if rec.last_known_elr is None else rec.last_known_elr,
         )
         parts = dict(t.partitions)
         parts[rec.partition] = new
@@ -330,6 +345,11 @@ class MetadataDelta:
                 if after is None or p not in after.partitions:
                     out[(name, p)] = None
         return out
+
+    def changed_topic_configs(self) -> list[str]:
+        """Topics present in both images whose configs differ (ConfigRecords applied)."""
+        old = self.old.topics
+        return [n for n, t in self.new.topics.items() if n in old and old[n].configs != t.configs]
 
     def changed_brokers(self) -> dict[int, BrokerRegistration | None]:
         out: dict[int, BrokerRegistration | None] = {

@@ -4,7 +4,8 @@ Contract:
 - One metadata record = one Kafka record (key null) in a RecordBatch v2 of `__cluster_metadata-0`,
   whose value is a JSON object `{"type": <name>, ...fields}`. The record types and their fields
   follow Kafka's KRaft metadata records by name (RegisterBrokerRecord, FenceBrokerRecord,
-  UnfenceBrokerRecord, TopicRecord, PartitionRecord, PartitionChangeRecord, ConfigRecord), but
+  UnfenceBrokerRecord, TopicRecord, PartitionRecord, PartitionChangeRecord, ConfigRecord,
+  RemoveTopicRecord), but
   the encoding is JSON instead of Kafka's binary metadata schemas: the log is for this project's
   brokers only, and JSON keeps it readable with `highwater dump-log --print-data`.
 - `encode_record(r) -> bytes`, `decode_record(value, where) -> MetadataRecord`. Decoding checks
@@ -13,6 +14,11 @@ Contract:
   writer's optional fields do not break an older reader (the role of Kafka's tagged fields).
 - PartitionChange carries only what changed (None = unchanged), like PartitionChangeRecord.
   Replaying it bumps partition_epoch by one, and leader_epoch by one when `leader` is present.
+- KIP-966: PartitionRecord and PartitionChange carry `eligible_leader_replicas` (ELR: replicas
+  that left the ISR while it was below min.insync.replicas and still hold everything below the
+  HW) and `last_known_elr` (Kafka's LastKnownElr: former ELR/ISR members, for unclean recovery).
+  Both default to empty/unchanged, so logs written before them replay unchanged (Kafka adds
+  them as tagged fields for the same reason).
 """
 
 from __future__ import annotations
@@ -85,6 +91,15 @@ class TopicConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RemoveTopic:
+    """RemoveTopicRecord (DeleteTopics): the topic and all its partitions are gone; brokers
+    delete the replicas' logs when they apply it."""
+
+    TYPE: ClassVar[str] = "RemoveTopic"
+    topic_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class PartitionRecord:
     TYPE: ClassVar[str] = "Partition"
     topic_id: str
@@ -96,6 +111,8 @@ class PartitionRecord:
     partition_epoch: int = 0
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
+    eligible_leader_replicas: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +125,8 @@ class PartitionChange:
     replicas: tuple[int, ...] | None = None
     adding_replicas: tuple[int, ...] | None = None
     removing_replicas: tuple[int, ...] | None = None
+    eligible_leader_replicas: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
 
 
 MetadataRecord = (
@@ -116,6 +135,7 @@ MetadataRecord = (
     | UnfenceBroker
     | TopicRecord
     | TopicConfig
+    | RemoveTopic
     | PartitionRecord
     | PartitionChange
 )
@@ -128,6 +148,7 @@ RECORD_TYPES: dict[str, type] = {
         UnfenceBroker,
         TopicRecord,
         TopicConfig,
+        RemoveTopic,
         PartitionRecord,
         PartitionChange,
     )

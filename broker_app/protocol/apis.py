@@ -5,6 +5,12 @@ Advertise only what is implemented and tested (tests/unit/protocol/test_all_vers
 schema version where the clients (librdkafka 2.x, kafka-python 3.x) never go below; upper bounds
 stop before versions that switch to topic ids (Fetch 13+, Produce 13+) or batched group
 requests (OffsetFetch 8+, FindCoordinator 4+ use arrays of keys/groups; not needed by clients here).
+
+ADVERTISED_APIS is what ApiVersions answers: SUPPORTED_APIS except that Produce is listed from v0,
+as Kafka 4.x does (ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION, KAFKA-18659): librdkafka
+before 2.10 (kcat, Debian's librdkafka 2.0) only compresses when the broker lists Produce v0.
+Like Kafka 4.x, a Produce v0-v2 request itself is still rejected (KIP-896 removed those versions
+and message formats v0/v1): the codec raises UnsupportedRequest and the edge closes the connection.
 """
 
 from __future__ import annotations
@@ -21,11 +27,29 @@ class ApiKey(IntEnum):
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
     API_VERSIONS = 18
     CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    DESCRIBE_LOG_DIRS = 35
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
     ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    DESCRIBE_CLUSTER = 60
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 class VersionRange(NamedTuple):
@@ -49,6 +73,38 @@ SUPPORTED_APIS: dict[int, VersionRange] = {
     ApiKey.INIT_PRODUCER_ID: VersionRange(0, 4),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4),
     ApiKey.ELECT_LEADERS: VersionRange(0, 2),  # forwarded to the controller
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: VersionRange(0, 0),  # KIP-966: ISR and ELR
+    # the group coordinator (server/group_apis.py); lower bounds are Kafka 4.x's
+    ApiKey.JOIN_GROUP: VersionRange(0, 9),
+    ApiKey.HEARTBEAT: VersionRange(0, 4),
+    ApiKey.LEAVE_GROUP: VersionRange(0, 5),
+    ApiKey.SYNC_GROUP: VersionRange(0, 5),
+    ApiKey.DESCRIBE_GROUPS: VersionRange(0, 5),
+    ApiKey.LIST_GROUPS: VersionRange(0, 5),
+    ApiKey.DELETE_GROUPS: VersionRange(0, 2),
+    # admin (server/admin_apis.py)
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0),  # forwarded to the controller
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
+    ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 1),
+    # topic admin (server/topic_admin_apis.py; forwarded to the controller in a cluster) and
+    # log admin (server/admin_apis.py): Kafka 4.x's ranges
+    ApiKey.DELETE_TOPICS: VersionRange(1, 6),
+    ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
+    ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
+    ApiKey.ALTER_CONFIGS: VersionRange(0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
+    ApiKey.DELETE_RECORDS: VersionRange(0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: VersionRange(1, 4),
+}
+
+
+PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION = 0
+
+ADVERTISED_APIS: dict[int, VersionRange] = {
+    **SUPPORTED_APIS,
+    ApiKey.PRODUCE: VersionRange(
+        PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION, SUPPORTED_APIS[ApiKey.PRODUCE].max_version
+    ),
 }
 
 

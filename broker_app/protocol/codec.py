@@ -5,7 +5,9 @@ rejects what the given API table (the broker's apis.py by default; the controlle
 does not advertise (UnsupportedRequest), except ApiVersions at an unknown version, which comes
 back as Request(body=None, unsupported_api_versions=True) so the handler can answer in the v0
 format (KIP-511: clients then retry with a version from the returned ranges). The request header
-is v2 (flexible, with tagged fields) when the api version is flexible, else v1.
+is v2 (flexible, with tagged fields) when the api version is flexible, else v1. The body is
+pre-scanned (protocol/prescan.py: every length checked against the frame, unknown tagged fields
+in header and body skipped as KIP-482 says) before kio decodes it.
 
 encode_response(request, body) -> size-prefixed bytes. Response header v1 for flexible versions,
 v0 otherwise, and ALWAYS v0 for ApiVersions (clients parse it before knowing our versions).
@@ -26,6 +28,7 @@ from kio.schema.request_header.v1 import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2 import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 
+from . import prescan
 from .apis import SUPPORTED_APIS, ApiKey, VersionRange
 from .errors import MalformedRequest, UnsupportedRequest
 
@@ -33,6 +36,7 @@ log = logging.getLogger(__name__)
 
 _PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
 
 
 @dataclass(slots=True)
@@ -83,14 +87,20 @@ def decode_request(frame: bytes, apis: Mapping[int, VersionRange] = SUPPORTED_AP
             return Request(api_key, api_version, correlation_id, None, None, True)
         raise UnsupportedRequest(api_key, api_version, correlation_id)
     cls = request_class(api_key, api_version)
-    header_cls = RequestHeaderV2 if cls.__flexible__ else RequestHeaderV1
     where = f"api_key={api_key} api_version={api_version} correlation_id={correlation_id}"
+    client_id, offset = _read_header_rest(frame, cls.__flexible__, where)
     try:
-        header, offset = _reader(header_cls)(frame, 0)
-    except Exception as e:
-        raise MalformedRequest(f"bad request header ({where}): {type(e).__name__}: {e}") from e
-    try:
-        body, size = _reader(cls)(frame, offset)
+        # Bounds and nullability first: kio trusts declared lengths (a huge array count
+        # aborts the process) and raises on unknown tagged fields, which KIP-482 says to skip.
+        stop, unknown_tags = prescan.scan(cls, frame, offset)
+        if unknown_tags:
+            log.debug("%s (%s): %d unknown tagged fields skipped", cls.__name__, where,
+                      unknown_tags)  # fmt: skip
+            body_bytes = prescan.strip(cls, frame, offset)
+            body, _ = _reader(cls)(body_bytes, 0)
+            size = stop - offset
+        else:
+            body, size = _reader(cls)(frame, offset)
     except Exception as e:
         raise MalformedRequest(
             f"bad {cls.__name__} body at byte {offset} ({where}): {type(e).__name__}: {e}"
@@ -104,7 +114,38 @@ def decode_request(frame: bytes, apis: Mapping[int, VersionRange] = SUPPORTED_AP
             where,
             len(frame) - offset - size,
         )
-    return Request(api_key, api_version, correlation_id, header.client_id, body)
+    return Request(api_key, api_version, correlation_id, client_id, body)
+
+
+def _read_header_rest(frame: bytes, flexible: bool, where: str) -> tuple[str | None, int]:
+    """client_id (a legacy nullable string even in header v2) and, in v2, the header's tagged
+    fields, all skipped (KIP-482; no header tag is used by this broker). Returns
+    (client_id, offset of the body)."""
+    pos = _PREFIX.size
+    if len(frame) < pos + 2:
+        raise MalformedRequest(f"bad request header ({where}): no client_id length")
+    (n,) = _INT16.unpack_from(frame, pos)
+    pos += 2
+    client_id = None
+    if n >= 0:
+        if pos + n > len(frame):
+            raise MalformedRequest(
+                f"bad request header ({where}): client_id of {n} bytes at byte {pos}, "
+                f"only {len(frame) - pos} left"
+            )
+        try:
+            client_id = frame[pos : pos + n].decode()
+        except UnicodeDecodeError as e:
+            raise MalformedRequest(f"bad request header ({where}): client_id: {e}") from e
+        pos += n
+    elif n != -1:
+        raise MalformedRequest(f"bad request header ({where}): client_id length {n}")
+    if flexible:
+        try:
+            pos, _ = prescan.skip_tagged_fields(frame, pos, len(frame), "RequestHeader")
+        except prescan.PrescanError as e:
+            raise MalformedRequest(f"bad request header ({where}): {e}") from e
+    return client_id, pos
 
 
 def response_header_flexible(api_key: int, response_cls: type) -> bool:
@@ -143,11 +184,23 @@ def encode_request(header_client_id: str | None, correlation_id: int, body: Any)
 
 
 def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[int, Any]:
-    """(correlation_id, body) of a response without its size prefix; for tests."""
+    """(correlation_id, body) of a response without its size prefix (tests, and the broker's
+    clients of the controller and of other brokers). The same pre-scan as requests: lengths
+    bounded by the payload, unknown tagged fields (header and body) skipped. ValueError
+    (PrescanError) when the payload does not fit the schema."""
     cls = response_class(api_key, api_version)
+    if len(payload) < 4:
+        raise prescan.PrescanError(f"response of {len(payload)} bytes has no correlation id")
     (correlation_id,) = _INT32.unpack_from(payload, 0)
     offset = 4
     if response_header_flexible(api_key, cls):
-        offset += 1  # tagged fields: tests only ever see the empty set
-    body, _ = _reader(cls)(payload, offset)
+        offset, _ = prescan.skip_tagged_fields(payload, offset, len(payload), "ResponseHeader")
+    _stop, unknown_tags = prescan.scan(cls, payload, offset)
+    try:
+        if unknown_tags:
+            body, _ = _reader(cls)(prescan.strip(cls, payload, offset), 0)
+        else:
+            body, _ = _reader(cls)(payload, offset)
+    except Exception as e:  # kio's own errors (bad UTF-8, enum values ...)
+        raise prescan.PrescanError(f"bad {cls.__name__}: {type(e).__name__}: {e}") from e
     return correlation_id, body

@@ -56,6 +56,11 @@ class ReplicationBehaviour:
     """Whether the controller may elect a replica outside the ISR (L4). The controller reads it;
     the partition state machine does not."""
 
+    eligible_leader_replicas: bool = True
+    """KIP-966 ELR (Kafka 4.1's default). The controller keeps the ELR; on the broker it only
+    requires strict_min_isr: a replica in the ELR holds everything below the HW only while
+    the HW waits for min.insync.replicas replicas."""
+
     def __post_init__(self) -> None:
         # A typo in a plan's switch must fail loudly: silently running the default would turn
         # a legacy reproduction into a false "nothing lost".
@@ -69,9 +74,13 @@ class ReplicationBehaviour:
                 raise ValueError(
                     f"ReplicationBehaviour.{name}={value!r} is not one of {', '.join(allowed)}"
                 )
-        for name in ("strict_min_isr", "unclean_leader_election"):
+        for name in ("strict_min_isr", "unclean_leader_election", "eligible_leader_replicas"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"ReplicationBehaviour.{name} must be a bool")
+        if self.eligible_leader_replicas and not self.strict_min_isr:
+            raise ValueError(
+                "ReplicationBehaviour: eligible_leader_replicas needs strict_min_isr (KIP-966)"
+            )
 
     @property
     def uses_offset_for_leader_epoch(self) -> bool:

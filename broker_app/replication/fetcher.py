@@ -10,6 +10,9 @@ Kafka's AbstractFetcherThread/ReplicaFetcherThread reduced to one partition's st
   A log without any epoch falls back to truncating to its HW, as Kafka does.
 - state "fetching": `build_fetch()` → FetchRequestData; `on_fetch_response(result)` appends as
   follower, sets HW = min(leader HW, own LEO), or truncates on DivergingEpoch.
+- state "out-of-range": the leader answered OFFSET_OUT_OF_RANGE; `build_list_offsets()` asks
+  its latest then earliest offset, `on_list_offsets_response()` truncates as Kafka's
+  fetchOffsetAndTruncate does and returns to "fetching".
 - state "fenced": the leader said FENCED_LEADER_EPOCH; wait for new metadata (a new fetcher).
 The I/O edge owns sockets, retries and backoff; this class never sleeps or sends.
 """
@@ -25,6 +28,8 @@ from broker_app.replication.messages import (
     EpochEndOffset,
     FetchPartitionResult,
     FetchRequestData,
+    ListOffsetsAnswer,
+    ListOffsetsRequestData,
     OffsetForLeaderEpochRequestData,
 )
 from broker_app.replication.partition import Partition
@@ -32,7 +37,10 @@ from broker_app.storage.errors import StorageError
 
 TRUNCATING = "truncating"
 FETCHING = "fetching"
+OUT_OF_RANGE = "out-of-range"  # asking the leader's offsets with ListOffsets
 FENCED = "fenced"
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,8 @@ class ReplicaFetcherState:
         self.max_bytes = max_bytes
         self.truncations: list[int] = []  # every truncation point, for tests and timelines
         self.state = FETCHING
-        latest = self.log.leader_epoch_cache.latest_epoch
+        self._list_offsets_timestamp = LATEST_TIMESTAMP
+        latest = self.log.latest_epoch
         if self.behaviour.truncation == "high-watermark" or latest is None:
             # Pre-KIP-101 (or a log with no epoch to ask about): the own HW is the only
             # knowledge of what is committed, so everything above it goes.
@@ -79,7 +88,7 @@ class ReplicaFetcherState:
 
     def build_offset_for_leader_epoch(self) -> OffsetForLeaderEpochRequestData:
         self._require(TRUNCATING)
-        latest = self.log.leader_epoch_cache.latest_epoch
+        latest = self.log.latest_epoch
         return OffsetForLeaderEpochRequestData(
             replica_id=self.replica_id,
             current_leader_epoch=self.leader_epoch,
@@ -113,8 +122,7 @@ class ReplicaFetcherState:
         if leader.leader_epoch == UNDEFINED_EPOCH:
             # KIP-101 as first specified: one end offset, no epoch to compare lineages with.
             return min(leader.end_offset, leo), True
-        cache = self.log.leader_epoch_cache
-        own_epoch, own_end = cache.end_offset_for(leader.leader_epoch, leo)
+        own_epoch, own_end = self.log.end_offset_for_epoch(leader.leader_epoch)
         if own_end == UNDEFINED_EPOCH_OFFSET:
             return min(leader.end_offset, leo), True
         if own_epoch != leader.leader_epoch:
@@ -136,7 +144,7 @@ class ReplicaFetcherState:
         self._require(FETCHING)
         last_fetched_epoch = UNDEFINED_EPOCH
         if self.behaviour.uses_last_fetched_epoch:
-            latest = self.log.leader_epoch_cache.latest_epoch
+            latest = self.log.latest_epoch
             last_fetched_epoch = UNDEFINED_EPOCH if latest is None else latest
         return FetchRequestData(
             replica_id=self.replica_id,
@@ -176,6 +184,10 @@ class ReplicaFetcherState:
                 )
             appended = len(result.records)
         self._update_high_watermark(result.high_watermark)
+        # DeleteRecords on the leader: the follower drops the same prefix (Kafka's
+        # ReplicaFetcherThread.processPartitionData, maybeIncrementLogStartOffset).
+        if result.log_start_offset > self.log.log_start_offset:
+            self.log.maybe_increment_log_start_offset(result.log_start_offset)
         return self._outcome(Errors.NONE, appended_bytes=appended)
 
     def _update_high_watermark(self, leader_hw: int) -> None:
@@ -187,24 +199,51 @@ class ReplicaFetcherState:
             self.log.update_high_watermark(new_hw)
 
     def _on_out_of_range(self, result: FetchPartitionResult) -> FetchOutcome:
-        leo = self.log.log_end_offset
-        if 0 <= result.log_end_offset < leo:
-            # Only reachable after an unclean election: the leader's log is shorter.
-            return self._outcome(
-                Errors.OFFSET_OUT_OF_RANGE, truncated_to=self._truncate(result.log_end_offset)
-            )
-        if leo < result.log_start_offset:
-            # Too far behind: the leader deleted what comes next. Start over at its log start.
-            self.log.truncate_fully_and_start_at(result.log_start_offset)
-            self.truncations.append(result.log_start_offset)
-            return self._outcome(
-                Errors.OFFSET_OUT_OF_RANGE, truncated_to=result.log_start_offset
-            )
+        # A Fetch response carries the leader's log start but never its log end: ask with
+        # ListOffsets, latest first (Kafka's fetchOffsetAndTruncate).
+        self.state = OUT_OF_RANGE
+        self._list_offsets_timestamp = LATEST_TIMESTAMP
         return self._outcome(
             Errors.OFFSET_OUT_OF_RANGE,
-            detail=f"fetch offset {leo} outside leader range "
-            f"[{result.log_start_offset}, {result.log_end_offset}]",
+            detail=f"fetch offset {self.log.log_end_offset} out of the leader's range "
+            f"(leader log start {result.log_start_offset}); asking ListOffsets",
         )
+
+    def build_list_offsets(self) -> ListOffsetsRequestData:
+        self._require(OUT_OF_RANGE)
+        return ListOffsetsRequestData(
+            replica_id=self.replica_id,
+            current_leader_epoch=self.leader_epoch,
+            timestamp=self._list_offsets_timestamp,
+        )
+
+    def on_list_offsets_response(self, answer: ListOffsetsAnswer) -> int | None:
+        """Apply the leader's latest or earliest offset; returns the offset truncated to.
+
+        Latest below our LEO (only after an unclean election): truncate to it and fetch on.
+        Otherwise ask the earliest: if it is above our LEO the leader deleted what comes next,
+        so start over empty at its log start; else fetching from our LEO is fine again.
+        A failed answer keeps the state (asked again next round); FENCED_LEADER_EPOCH fences.
+        """
+        self._require(OUT_OF_RANGE)
+        if answer.error == Errors.FENCED_LEADER_EPOCH:
+            self.state = FENCED
+            return None
+        if answer.error != Errors.NONE or answer.offset < 0:
+            return None
+        leo = self.log.log_end_offset
+        if self._list_offsets_timestamp == LATEST_TIMESTAMP:
+            if answer.offset < leo:
+                self.state = FETCHING
+                return self._truncate(answer.offset)
+            self._list_offsets_timestamp = EARLIEST_TIMESTAMP
+            return None
+        self.state = FETCHING
+        if answer.offset > leo:
+            self.log.truncate_fully_and_start_at(answer.offset)
+            self.truncations.append(answer.offset)
+            return answer.offset
+        return None
 
     # --- helpers ---------------------------------------------------------------------------
 

@@ -45,6 +45,22 @@ class OffsetForLeaderEpochRequestData:
 
 
 @dataclass(frozen=True)
+class ListOffsetsRequestData:
+    """What a follower asks after OFFSET_OUT_OF_RANGE: the leader's latest (-1, its log end
+    offset for a replica) or earliest (-2, log start) offset, as Kafka's fetcher does."""
+
+    replica_id: int
+    current_leader_epoch: int
+    timestamp: int  # -1 LATEST or -2 EARLIEST
+
+
+@dataclass(frozen=True)
+class ListOffsetsAnswer:
+    error: Errors = Errors.NONE
+    offset: int = -1
+
+
+@dataclass(frozen=True)
 class FetchRequestData:
     """One partition of a replica Fetch request."""
 

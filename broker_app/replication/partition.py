@@ -19,8 +19,9 @@ Contract (sans-I/O; every time is a `now_ms` argument, every message a plain obj
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from broker_app.replication.behaviour import ReplicationBehaviour
 from broker_app.replication.errors import (
@@ -40,26 +41,10 @@ from broker_app.replication.messages import (
     FetchRequestData,
 )
 from broker_app.replication.replica import ReplicaState
+from broker_app.storage.append import LogAppendInfo
+from broker_app.storage.replica_log import ReplicaLog
 
 ACKS_ALL = -1
-
-
-class ReplicaLog(Protocol):
-    """What the replication core needs from broker_app.storage's Log."""
-
-    @property
-    def log_start_offset(self) -> int: ...
-    @property
-    def log_end_offset(self) -> int: ...
-    @property
-    def high_watermark(self) -> int: ...
-    @property
-    def leader_epoch_cache(self) -> Any: ...
-    def update_high_watermark(self, offset: int) -> int: ...
-    def append_as_leader(self, records: bytes, leader_epoch: int) -> Any: ...
-    def append_as_follower(self, records: bytes) -> Any: ...
-    def read(self, start_offset: int, max_bytes: int, max_offset: int | None = None) -> Any: ...
-    def truncate_to(self, offset: int) -> Any: ...
 
 
 # --- ISR state (KIP-497 / KIP-841): committed, or one change in flight to the controller ---
@@ -116,7 +101,7 @@ PartitionState = CommittedPartitionState | PendingExpandIsr | PendingShrinkIsr
 
 @dataclass(frozen=True)
 class LeaderAppendResult:
-    info: Any  # the storage layer's append info (first/last offset)
+    info: LogAppendInfo
     hw_advanced: bool
 
 
@@ -157,6 +142,9 @@ class Partition:
         self.leader_epoch_start_offset: int | None = None
         self.remote_replicas: dict[int, ReplicaState] = {}
         self._inflight: AlterPartitionRequest | None = None
+        # KIP-841: a fenced broker or one in controlled shutdown may not join an ISR. The
+        # ReplicaManager points this at the metadata image; alone, every replica is eligible.
+        self.is_replica_isr_eligible: Callable[[int], bool] = lambda _replica_id: True
 
     def __repr__(self) -> str:
         return (
@@ -222,7 +210,7 @@ class Partition:
         self._inflight = None
         leo = self.log.log_end_offset
         if is_new_epoch:
-            self.log.leader_epoch_cache.assign(leader_epoch, leo)
+            self.log.assign_epoch(leader_epoch, leo)
             self.leader_epoch_start_offset = leo
             self.remote_replicas = {}
         for rid in self.replicas:
@@ -457,6 +445,10 @@ class Partition:
             return None
         if not self.is_follower_in_sync(replica_id):
             return None
+        if not self.is_replica_isr_eligible(replica_id):
+            # Kafka's Partition.isReplicaIsrEligible (KIP-841): the controller would answer
+            # INELIGIBLE_REPLICA, and the next fetch would propose it again, every few ms.
+            return None
         committed = CommittedPartitionState(self.isr)
         self.partition_state = PendingExpandIsr(self.isr, replica_id, committed)
         return self._alter_partition_request(self.isr | {replica_id})
@@ -504,6 +496,11 @@ class Partition:
         )
         self._inflight = request
         return request
+
+    @property
+    def pending_alter_partition(self) -> AlterPartitionRequest | None:
+        """The ISR proposal waiting for the controller's answer, if any."""
+        return self._inflight
 
     def on_alter_partition_response(
         self, request: AlterPartitionRequest, response: AlterPartitionResponse, now_ms: int
@@ -569,7 +566,7 @@ class Partition:
         return EpochEndOffset(error=Errors.NONE, leader_epoch=epoch, end_offset=end_offset)
 
     def _end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
-        return self.log.leader_epoch_cache.end_offset_for(leader_epoch, self.log.log_end_offset)
+        return self.log.end_offset_for_epoch(leader_epoch)
 
     def read_for_fetch(
         self,
@@ -616,7 +613,7 @@ class Partition:
             max_offset = hw
         records = b""
         if fetch_offset < max_offset and max_bytes > 0:
-            records = _as_bytes(self.log.read(fetch_offset, max_bytes, max_offset))
+            records = self.log.read(fetch_offset, max_bytes, max_offset)
         return FetchPartitionResult(
             high_watermark=hw, log_start_offset=log_start, log_end_offset=leo, records=records
         )
@@ -626,7 +623,7 @@ class Partition:
     def snapshot(self) -> dict[str, Any]:
         """Per-partition state for the admin endpoint (plain JSON-able data)."""
         state = self.partition_state
-        entries = self.log.leader_epoch_cache.epoch_entries
+        entries = self.log.epoch_entries
         return {
             "topic": self.topic,
             "partition": self.partition,
@@ -649,12 +646,3 @@ class Partition:
             },
         }
 
-
-def _as_bytes(data: Any) -> bytes:
-    """The storage read may return bytes or an object carrying them (`records`)."""
-    if isinstance(data, bytes | bytearray | memoryview):
-        return bytes(data)
-    records = getattr(data, "records", None)
-    if records is None:
-        raise TypeError(f"Log.read returned {type(data).__name__}, expected bytes or .records")
-    return bytes(records)

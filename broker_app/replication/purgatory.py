@@ -96,12 +96,16 @@ class Purgatory(Generic[Op]):
     def expire_due(self, now_ms: int) -> list[Op]:
         """Complete, as expired, every operation whose deadline is <= now_ms; returns them."""
         expired: list[Op] = []
+        popped = False
         while self._deadlines and self._deadlines[0][0] <= now_ms:
             _, _, op = heapq.heappop(self._deadlines)
+            popped = True
             if op.force_complete():
                 op.on_expiration()
                 expired.append(op)
-        if expired:
+        if popped:
+            # Also drops operations completed from outside (force_complete by the I/O edge's
+            # own timer) that still sit under keys nothing has touched since (Kafka's purge).
             self._purge(list(self._watchers))
         return expired
 

@@ -2,7 +2,9 @@
 
 Sans-I/O glue between the request handlers (server/kafka_apis.py), the replication core
 (partition.Partition, the DelayedProduce purgatory) and the I/O edges (the controller link, the
-replica fetchers, timers). Every time is a `now_ms` from `self.clock`; nothing here awaits.
+replica fetchers, timers). Every time is a `now_ms` from `self.clock` (required: production
+passes `monotonic_ms`, the simulator its virtual clock); nothing here awaits. Logs come from
+the LogStore it is given (storage.replica_log): files in production, MemoryLogStore in memory.
 
 - Single node (no controller): `host_single_node` makes this broker leader of a partition with
   replicas = ISR = {self}, leader epoch 0; after an append HW = LEO, so acks=all completes at once.
@@ -16,22 +18,28 @@ replica fetchers, timers). Every time is a `now_ms` from `self.clock`; nothing h
 - `fetch_messages(..., replica_id)`: consumers read up to the HW (or the LEO under the legacy
   consumer_visibility switch); replicas (replica_id >= 0) go through
   `Partition.fetch_records_for_follower`, which may advance the HW and propose an ISR change.
-- ISR changes leave through `alter_partition_sink(request)` (the controller link sends them and
-  calls `on_alter_partition_response`). `tick(now_ms)` runs the ISR shrink check and expiry.
-- Listeners from `on_append` are told whenever data was appended or a HW moved, so parked fetches
-  re-check.
+- ISR changes go to `alter_partition_manager` (retries with backoff until answered or
+  superseded); the controller link polls it, sends, and reports `on_alter_partition_response`
+  or `on_alter_partition_failure`; `alter_partition_sink(request)` tells it a new one waits.
+  `tick(now_ms)` runs the ISR shrink check and expiry.
+- `park_fetch(...)`: a Fetch short of min_bytes waits in `fetch_purgatory` (the only fetch
+  parking), re-checked on every append and HW/leadership change of its partitions.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
+from broker_app.metadata.image import MetadataDelta
 from broker_app.protocol.error_codes import Errors
+from broker_app.reject_log import RejectLog
+from broker_app.replication.alter_partition_manager import AlterPartitionManager
 from broker_app.replication.behaviour import ReplicationBehaviour
+from broker_app.replication.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from broker_app.replication.delayed_produce import (
     DelayedProduce,
     ProducePartitionResult,
@@ -50,9 +58,14 @@ from broker_app.replication.messages import (
 from broker_app.replication.partition import Partition
 from broker_app.replication.purgatory import Purgatory
 from broker_app.storage.errors import StorageError
-from broker_app.storage.log_manager import LogManager
+from broker_app.storage.replica_log import LogStore
+from broker_app.storage.retention import retention_start_offset
 
 log = logging.getLogger(__name__)
+# A flood of bad produce requests costs a few lines a second, not one line each (issue 15).
+_REJECTS = RejectLog(log)
+log_retention = logging.getLogger(__name__ + ".retention")
+DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000  # log.retention.hours=168, Kafka's default
 
 TopicPartition = tuple[str, int]
 
@@ -60,6 +73,7 @@ ACKS_NONE, ACKS_LEADER, ACKS_ALL = 0, 1, -1
 
 
 def monotonic_ms() -> int:
+    """The production clock (the I/O edge passes it; the simulator passes its own)."""
     return int(time.monotonic() * 1000)
 
 
@@ -96,11 +110,18 @@ class ReplicaManager:
     def __init__(
         self,
         node_id: int,
-        log_manager: LogManager,
+        log_manager: LogStore,
         behaviour: ReplicationBehaviour | None = None,
         replica_lag_time_max_ms: int = 30_000,
-        clock: Callable[[], int] = monotonic_ms,
+        *,
+        clock: Callable[[], int],
+        alter_partition_backoff_ms: tuple[int, int] = (100, 2_000),
+        retention_check_interval_ms: int = 300_000,
     ) -> None:
+        """`log_manager` is the log factory (LogManager on files, MemoryLogStore in memory);
+        `clock()` is milliseconds on a monotonic clock (wall or simulated);
+        `alter_partition_backoff_ms` = (first retry backoff, cap) for lost ISR proposals;
+        `retention_check_interval_ms` = log.retention.check.interval.ms (retention.ms/bytes)."""
         self.node_id = node_id
         self.log_manager = log_manager
         self.behaviour = behaviour or ReplicationBehaviour()
@@ -109,9 +130,23 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.topic_ids: dict[str, Any] = {}
         self.produce_purgatory: Purgatory[DelayedProduce] = Purgatory("Produce")
+        # The one place a Fetch waits (consumers and replicas alike), keyed by partition.
+        self.fetch_purgatory: Purgatory[DelayedFetch] = Purgatory("Fetch")
+        # ISR proposals to the controller, retried with backoff until answered or superseded.
+        self.alter_partition_manager = AlterPartitionManager(
+            self._is_pending_proposal, *alter_partition_backoff_ms
+        )
+        # Told about every new proposal, so the I/O edge can poll the manager at once.
         self.alter_partition_sink: Callable[[AlterPartitionRequest], None] | None = None
-        self._append_listeners: list[Callable[[], None]] = []
         self._follower_listeners: list[Callable[[Partition, bool], None]] = []
+        # Which brokers may join an ISR (KIP-841), from the latest metadata image; every
+        # replica until metadata arrives (single-node mode never gets any).
+        self._isr_eligible: Callable[[int], bool] = lambda _broker_id: True
+        # Per-topic configs from the metadata (or the single-node TopicStore): what the logs
+        # honour besides min.insync.replicas (segment.bytes, max.message.bytes, retention.*).
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self._next_retention_ms: int | None = None
 
     # -- partitions -------------------------------------------------------------------
 
@@ -129,9 +164,53 @@ class ReplicaManager:
                 self.replica_lag_time_max_ms,
                 max(min_isr, 1),
             )
+            p.is_replica_isr_eligible = lambda replica_id: self._isr_eligible(replica_id)
             self.partitions[tp] = p
         p.min_insync_replicas = max(min_isr, 1)
+        self._apply_log_configs(p)
         return p
+
+    def set_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        """The topic's configs (single-node TopicStore or metadata image) for its logs."""
+        self.topic_configs[topic] = dict(configs)
+        for (name, _), part in self.partitions.items():
+            if name == topic:
+                self._apply_log_configs(part)
+
+    def _apply_log_configs(self, p: Partition) -> None:
+        """segment.bytes and max.message.bytes of the topic, else the broker's (LogConfig)."""
+        configs = self.topic_configs.get(p.topic, {})
+        base = self.log_manager.config
+        seg = int(configs.get("segment.bytes", base.segment_bytes))
+        most = int(configs.get("max.message.bytes", base.max_batch_bytes))
+        cfg = p.log.config
+        if (cfg.segment_bytes, cfg.max_batch_bytes) != (seg, most):
+            # replace, never mutate: the LogStore's LogConfig is shared by every log
+            p.log.config = replace(cfg, segment_bytes=seg, max_batch_bytes=most)
+
+    def cleanup_logs(self) -> int:
+        """Time and size retention on every hosted log (Kafka's LogManager.cleanupLogs, on
+        leaders and followers alike, never past the HW); returns how many logs moved. A topic
+        whose cleanup.policy lacks "delete" (compact only, e.g. __consumer_offsets) is never
+        trimmed by time or size, as in Kafka."""
+        moved = 0
+        for (topic, _), p in list(self.partitions.items()):
+            configs = self.topic_configs.get(topic, {})
+            if "delete" not in configs.get("cleanup.policy", "delete").lower().split(","):
+                continue
+            retention_ms = int(configs.get("retention.ms", DEFAULT_RETENTION_MS))
+            retention_bytes = int(configs.get("retention.bytes", -1))
+            log = p.log
+            try:
+                start = retention_start_offset(log.retention_units(), log.size, retention_ms,
+                                               retention_bytes, log.wall_clock_ms())  # fmt: skip
+                if start is not None and log.maybe_increment_log_start_offset(start):
+                    moved += 1
+                    log_retention.info("%s: retention moved the log start to %d", p.name,
+                                       log.log_start_offset)  # fmt: skip
+            except StorageError as e:
+                log_retention.warning("%s: retention failed: %s", p.name, e)
+        return moved
 
     def host_single_node(self, topic: str, partition: int, min_insync_replicas: int) -> Partition:
         """Single-node mode: lead `topic-partition` alone (creating its log); idempotent."""
@@ -143,20 +222,14 @@ class ReplicaManager:
     def get_partition(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
 
-    def on_append(self, listener: Callable[[], None]) -> None:
-        self._append_listeners.append(listener)
-
     def on_follower_change(self, listener: Callable[[Partition, bool], None]) -> None:
         """listener(partition, fetch) — fetch=True: (re)start its fetcher; False: stop it."""
         self._follower_listeners.append(listener)
 
-    def _notify_data(self) -> None:
-        for listener in self._append_listeners:
-            listener()
-
     def _hw_moved(self, tp: TopicPartition) -> None:
+        """HW, leadership or ISR of `tp` changed: parked produces and fetches re-check."""
         self.produce_purgatory.check_and_complete(tp)
-        self._notify_data()
+        self.fetch_purgatory.check_and_complete(tp)
 
     # -- controller decisions ----------------------------------------------------------
 
@@ -193,34 +266,91 @@ class ReplicaManager:
         # Leadership or ISR moved: waiting produces may now be answerable either way.
         self._hw_moved(tp)
 
-    def stop_replica(self, topic: str, partition: int) -> None:
+    def apply_metadata_delta(self, delta: MetadataDelta, default_min_isr: int) -> None:
+        """Apply the controller's committed metadata (one fetched batch of records): become
+        leader or follower of every changed partition listing this broker, stop deleted ones.
+        Shared by the controller link and the simulator, so both apply metadata the same way."""
+        changes = delta.local_changes(self.node_id)
+        image = delta.new
+        self._isr_eligible = image.is_live
+        for (topic, p), reg in list(changes.leaders.items()) + list(changes.followers.items()):
+            t = image.topics[topic]
+            self.topic_ids[topic] = t.topic_id
+            self.topic_configs[topic] = dict(t.configs)
+            min_isr = int(t.configs.get("min.insync.replicas", default_min_isr))
+            self.apply_partition(
+                topic, p, reg.leader, reg.leader_epoch, tuple(reg.isr), tuple(reg.replicas),
+                reg.partition_epoch, min_isr,
+            )  # fmt: skip
+        for topic, p in changes.deletes:
+            self.stop_replica(topic, p, delete=True)
+            if topic not in image.topics:
+                self.topic_ids.pop(topic, None)
+                self.topic_configs.pop(topic, None)
+        # A ConfigRecord changes no registration: re-read min.insync.replicas of what we host,
+        # so an AlterConfigs takes effect on the next acks=all produce (Kafka's
+        # DynamicConfigPublisher -> LogManager.updateTopicConfig).
+        for topic in delta.changed_topic_configs():
+            configs = image.topics[topic].configs
+            self.set_topic_configs(topic, configs)
+            min_isr = max(int(configs.get("min.insync.replicas", default_min_isr)), 1)
+            for (name, _), part in self.partitions.items():
+                if name == topic and part.min_insync_replicas != min_isr:
+                    part.min_insync_replicas = min_isr
+                    self._hw_moved((name, part.partition))
+
+    def stop_replica(self, topic: str, partition: int, *, delete: bool = False) -> None:
+        """Stop replicating `topic-partition`; with `delete` its log goes too (the topic was
+        deleted or the replica reassigned away, Kafka's StopReplica deletePartition=true)."""
         p = self.partitions.pop((topic, partition), None)
-        if p is None:
-            return
-        was_follower = p.role == "follower"
-        p.make_offline()
-        if was_follower:
-            self._tell_followers(p, False)
-        self._hw_moved((topic, partition))
+        if p is not None:
+            was_follower = p.role == "follower"
+            p.make_offline()
+            if was_follower:
+                self._tell_followers(p, False)
+            self._hw_moved((topic, partition))
+        if delete:
+            self.log_manager.delete_log((topic, partition))
 
     def _tell_followers(self, p: Partition, fetch: bool) -> None:
         for listener in self._follower_listeners:
             listener(p, fetch)
 
+    def _is_pending_proposal(self, request: AlterPartitionRequest) -> bool:
+        p = self.partitions.get((request.topic, request.partition))
+        return p is not None and p.is_leader and p.pending_alter_partition == request
+
     def on_alter_partition_response(
-        self, request: AlterPartitionRequest, response: AlterPartitionResponse
+        self,
+        request: AlterPartitionRequest,
+        response: AlterPartitionResponse,
+        top_level_error: Errors = Errors.NONE,
     ) -> None:
+        """The controller answered `request` (a retriable top-level error: retried later)."""
+        now = self.clock()
+        answer = self.alter_partition_manager.on_response(request, top_level_error, response, now)
+        if answer is None:
+            log.info("%s-%d: AlterPartition answered %s; retrying", request.topic,
+                     request.partition, top_level_error.name)  # fmt: skip
+            return
         p = self.partitions.get((request.topic, request.partition))
         if p is None:
             return
-        p.on_alter_partition_response(request, response, self.clock())
+        p.on_alter_partition_response(request, answer, now)
         self._hw_moved((request.topic, request.partition))
+
+    def on_alter_partition_failure(self, request: AlterPartitionRequest, reason: str) -> None:
+        """No answer to `request` (lost, cut, timed out): the manager retries after backoff."""
+        log.warning("%s-%d: AlterPartition got no answer (%s); retrying after backoff",
+                    request.topic, request.partition, reason)  # fmt: skip
+        self.alter_partition_manager.on_failure(request, self.clock())
 
     def _send_alter_partition(self, request: AlterPartitionRequest | None) -> None:
         if request is None:
             return
         log.info("%s-%d: proposing ISR %s (partition epoch %d)", request.topic,
                  request.partition, list(request.new_isr), request.partition_epoch)  # fmt: skip
+        self.alter_partition_manager.submit(request, self.clock())
         if self.alter_partition_sink is not None:
             self.alter_partition_sink(request)
 
@@ -237,6 +367,12 @@ class ReplicaManager:
             if p.high_watermark != hw_before:
                 self._hw_moved(tp)
         self.produce_purgatory.expire_due(now)
+        self.fetch_purgatory.expire_due(now)
+        if self._next_retention_ms is None:
+            self._next_retention_ms = now + self.retention_check_interval_ms
+        elif now >= self._next_retention_ms:
+            self._next_retention_ms = now + self.retention_check_interval_ms
+            self.cleanup_logs()
 
     # -- produce ----------------------------------------------------------------------
 
@@ -256,8 +392,8 @@ class ReplicaManager:
             results[tp], end = self._append_one(tp, required_acks, records, now)
             if end is not None:
                 ends[tp] = end
-        if ends:
-            self._notify_data()
+        for tp in ends:  # new data: replica fetches (and log-end consumers) may now complete
+            self.fetch_purgatory.check_and_complete(tp)
         if required_acks != ACKS_ALL or not ends or callback is None:
             return results
         statuses = {
@@ -319,7 +455,7 @@ class ReplicaManager:
         except (ReplicationError, StorageError) as e:
             code = int(e.kafka_error_code)
             if code != Errors.NOT_LEADER_OR_FOLLOWER:
-                log.info("append to %s-%d rejected: %s", tp[0], tp[1], e)
+                _REJECTS.warning("append to %s-%d rejected: %s", tp[0], tp[1], e)
             return PartitionAppendResult(
                 code, log_start_offset=lg.log_start_offset, error_message=str(e)
             ), None
@@ -397,6 +533,36 @@ class ReplicaManager:
                 budget -= len(res.records)
             results[tp] = res
         return results
+
+    def park_fetch(
+        self,
+        requests: dict[TopicPartition, FetchRequestPartition],
+        replica_id: int,
+        min_bytes: int,
+        max_wait_ms: int,
+        on_ready: Callable[[], None],
+    ) -> DelayedFetch:
+        """Park a Fetch that found fewer than `min_bytes`: `on_ready()` is called once, when
+        enough is readable, when a partition can no longer be served as asked (error,
+        leadership moved, diverging epoch), or at `tick` past the deadline. The I/O edge may
+        also give up itself (its own timer) with `op.force_complete()`. The caller then reads
+        again to build the response, as Kafka does."""
+        isolation = FetchIsolation.LOG_END if replica_id >= 0 else FetchIsolation.HIGH_WATERMARK
+        statuses = {
+            tp: FetchPartitionStatus(
+                r.fetch_offset, isolation, r.current_leader_epoch, r.last_fetched_epoch
+            )
+            for tp, r in requests.items()
+        }
+        op = DelayedFetch(
+            self.clock() + max_wait_ms,
+            min_bytes,
+            statuses,
+            lambda key: self.partitions.get(key),  # type: ignore[arg-type]
+            on_ready,
+        )
+        self.fetch_purgatory.try_complete_else_watch(op, list(statuses))
+        return op
 
     def last_offset_for_leader_epoch(
         self, topic: str, partition: int, leader_epoch: int, current_leader_epoch: int

@@ -63,25 +63,29 @@ def requested_topic_names(request: Request, image: Any) -> list[str | None]:
     return names
 
 
+def image_partition_entry(image: Any, idx: int, reg: Any) -> dict[str, Any]:
+    """One partition as Metadata (and DescribeTopicPartitions) shows it, from the image;
+    offline replicas are fenced ones."""
+    return {
+        "error_code": Errors.NONE if reg.has_leader else Errors.LEADER_NOT_AVAILABLE,
+        "partition_index": idx,
+        "leader_id": reg.leader,
+        "leader_epoch": reg.leader_epoch,
+        "replica_nodes": list(reg.replicas),
+        "isr_nodes": list(reg.isr),
+        "offline_replicas": [r for r in reg.replicas if not image.is_live(r)],
+    }
+
+
 def image_topic_metadata(image: Any, topic: Any) -> dict[str, Any]:
-    """A Metadata topic entry as committed in the image; offline replicas are fenced ones."""
-    partitions = [
-        {
-            "error_code": Errors.NONE if reg.has_leader else Errors.LEADER_NOT_AVAILABLE,
-            "partition_index": idx,
-            "leader_id": reg.leader,
-            "leader_epoch": reg.leader_epoch,
-            "replica_nodes": list(reg.replicas),
-            "isr_nodes": list(reg.isr),
-            "offline_replicas": [r for r in reg.replicas if not image.is_live(r)],
-        }
-        for idx, reg in sorted(topic.partitions.items())
-    ]
+    """A Metadata topic entry as committed in the image."""
+    partitions = [image_partition_entry(image, idx, reg)
+                  for idx, reg in sorted(topic.partitions.items())]
     return {
         "error_code": Errors.NONE,
         "name": topic.name,
         "topic_id": topic.topic_id,
-        "is_internal": False,
+        "is_internal": topic.name == "__consumer_offsets",  # Kafka's Topic.isInternal
         "partitions": partitions,
     }
 

@@ -1,15 +1,18 @@
 """ClusterLink: a broker's connection to the controller (the asyncio edge of the control plane).
 
-- registers with BrokerRegistration (its advertised listener, a fresh incarnation id per process,
-  so a restart is a new broker epoch), retrying with bounded backoff until the controller answers;
-- heartbeats every heartbeat_interval_ms with the applied metadata offset (the controller unfences
-  the broker once it has caught up); STALE_BROKER_EPOCH / BROKER_ID_NOT_REGISTERED → re-register;
+- registration and heartbeats: the sans-I/O BrokerLifecycle (controller/broker_lifecycle.py)
+  builds every BrokerRegistration / BrokerHeartbeat and reads every answer (registration with
+  its advertised listener and a fresh incarnation id; heartbeats with the applied metadata
+  offset, faster while fenced; STALE_BROKER_EPOCH / BROKER_ID_NOT_REGISTERED → register
+  again); this module only sends them and sleeps until the next is due;
 - long-polls Fetch of `__cluster_metadata-0`, applies the records with MetadataLoader and turns
   `delta.local_changes(node_id)` into ReplicaManager.apply_partition / stop_replica;
-- sends the ISR changes the leaders propose (AlterPartition v2, topic ids from the image) and hands
-  the answers back to ReplicaManager;
-- forwards CreateTopics / ElectLeaders from clients (AdminClient talks to brokers), and waits
-  (bounded) until created topics appear in this broker's image, so a following Metadata sees them.
+- sends the ISR changes the leaders propose (AlterPartition v2, topic ids from the image) as
+  ReplicaManager's AlterPartitionManager schedules them, retried with backoff when lost, and
+  hands the answers back to ReplicaManager;
+- forwards CreateTopics / ElectLeaders / DeleteTopics / CreatePartitions / AlterConfigs from
+  clients (AdminClient talks to brokers), and waits (bounded) until what the controller
+  committed reaches this broker's image, so a following Metadata or DescribeConfigs sees it.
 Three connections (metadata long-poll, heartbeats, everything else) so none waits on another.
 """
 
@@ -19,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kio.index import load_request_schema
@@ -30,21 +34,58 @@ from tenacity import (
 )
 
 from broker_app.config import BrokerConfig
+from broker_app.controller.broker_lifecycle import BrokerLifecycle
 from broker_app.metadata import METADATA_PARTITION, METADATA_TOPIC, MetadataLoader
 from broker_app.metadata.image import MetadataImage
 from broker_app.metadata.records import MetadataRecordError
 from broker_app.protocol.entities import build
 from broker_app.protocol.error_codes import Errors
-from broker_app.replication.messages import AlterPartitionRequest, AlterPartitionResponse
+from broker_app.replication.alter_partition_manager import (
+    build_alter_partition,
+    parse_alter_partition,
+)
+from broker_app.replication.messages import AlterPartitionRequest
 from broker_app.replication.replica_manager import ReplicaManager
 
 from .network_client import ClientError, KafkaClient
 
 log = logging.getLogger(__name__)
 
-BROKER_ID_NOT_REGISTERED = 102
+LIFECYCLE_RETRY_BACKOFF_MS = 250  # a failed registration/heartbeat, and heartbeats while fenced
+LIFECYCLE_TICK_MS = 10  # the lifecycle loop's shortest sleep
 FORWARD_RETRY_S = 10.0  # a controller restarting or briefly unreachable: keep the client's request
 CREATE_WAIT_S = 5.0  # how long a forwarded CreateTopics waits for the topic to reach our image
+
+
+def build_metadata_fetch(fetch_offset: int, max_wait_ms: int = 500) -> Any:
+    """The broker's long-poll Fetch v12 of `__cluster_metadata-0` from `fetch_offset` (shared
+    with the simulator, so both fetch metadata the same way)."""
+    return build(
+        load_request_schema(1, 12),
+        {
+            "replica_id": -1,
+            "max_wait": max_wait_ms,
+            "min_bytes": 1,
+            "max_bytes": 8 << 20,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic": METADATA_TOPIC,
+                    "partitions": [
+                        {
+                            "partition": METADATA_PARTITION,
+                            "fetch_offset": fetch_offset,
+                            "partition_max_bytes": 8 << 20,
+                        }
+                    ],
+                }
+            ],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        },
+    )
 
 
 class ClusterLink:
@@ -53,35 +94,64 @@ class ClusterLink:
         self.config = config
         self.replica_manager = replica_manager
         host, port = config.controller
+        # Quorum mode: the controllers to try in turn (see _next_controller).
+        self._controllers = list(config.controller_bootstrap) or [config.controller]
+        if config.controller not in self._controllers:
+            self._controllers.insert(0, config.controller)
+        self._controller_index = self._controllers.index(config.controller)
         timeout = config.request_timeout_ms
         cid = f"broker-{config.node_id}"
         self._meta_client = KafkaClient(host, port, cid + "-metadata", timeout)
         self._hb_client = KafkaClient(host, port, cid + "-heartbeat", timeout)
         self._rpc_client = KafkaClient(host, port, cid, timeout)
         self.loader = MetadataLoader()
-        self.incarnation_id = uuid.uuid4()
-        self.broker_epoch = -1
-        self.fenced = True
-        self._registered = asyncio.Event()
+        host, port = config.advertised
+        # Registration and heartbeats are decided here (sans I/O); a fresh incarnation id per
+        # process, so a restart is a new broker epoch.
+        self.lifecycle = BrokerLifecycle(
+            config.node_id, host, port, cluster_id=config.cluster_id,
+            heartbeat_interval_ms=config.heartbeat_interval_ms,
+            retry_backoff_ms=LIFECYCLE_RETRY_BACKOFF_MS,
+            # KIP-966: the clean-shutdown marker's epoch, -1 after an unclean shutdown.
+            previous_broker_epoch=replica_manager.log_manager.previous_broker_epoch,
+        )  # fmt: skip
         self._image_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._pending_creates: set[str] = set()
+        self._alter_wake = asyncio.Event()
+        self._alter_sends: set[asyncio.Task[None]] = set()
         replica_manager.alter_partition_sink = self._on_alter_partition
 
     @property
     def image(self) -> MetadataImage:
         return self.loader.image
 
+    @property
+    def broker_epoch(self) -> int:
+        return self.lifecycle.broker_epoch
+
+    @property
+    def fenced(self) -> bool:
+        return self.lifecycle.is_fenced
+
+    @property
+    def incarnation_id(self) -> uuid.UUID:
+        return self.lifecycle.incarnation_id
+
     # --- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        for coro in (self._register_loop(), self._heartbeat_loop(), self._metadata_loop()):
+        for coro in (
+            self._lifecycle_loop(),
+            self._metadata_loop(),
+            self._alter_partition_loop(),
+        ):
             self._tasks.append(asyncio.create_task(coro))
 
     async def stop(self) -> None:
-        for t in self._tasks:
+        for t in [*self._tasks, *self._alter_sends]:
             t.cancel()
-        for t in self._tasks:
+        for t in [*self._tasks, *self._alter_sends]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
         for c in (self._meta_client, self._hb_client, self._rpc_client):
@@ -91,103 +161,51 @@ class ClusterLink:
         base = self.config.replica_fetch_backoff_ms / 1000
         return min(base * (2 ** min(attempt, 5)), 2.0)
 
-    async def _register_loop(self) -> None:
-        await self._register()
-
-    async def _register(self) -> None:
-        host, port = self.config.advertised
-        body = build(
-            load_request_schema(62, 1),
-            {
-                "broker_id": self.config.node_id,
-                "cluster_id": self.config.cluster_id,
-                "incarnation_id": self.incarnation_id,
-                "listeners": [
-                    {"name": "PLAINTEXT", "host": host, "port": port, "security_protocol": 0}
-                ],
-                "features": [],
-                "rack": None,
-            },
-        )
-        attempt = 0
+    async def _lifecycle_loop(self) -> None:
+        """Registration and heartbeats: BrokerLifecycle decides, this loop only sends."""
+        lc = self.lifecycle
+        clock = self.replica_manager.clock
+        hb_timeout = max(2000, 4 * self.config.heartbeat_interval_ms)
         while True:
+            now = clock()
+            body = lc.next_request(now, self.loader.image.offset)
+            if body is None:
+                await asyncio.sleep(max(lc.next_send_ms - now, LIFECYCLE_TICK_MS) / 1000)
+                continue
+            before = (lc.state, lc.broker_epoch)
             try:
-                resp = await self._hb_client.send(body)
-                if resp.error_code.value == Errors.NONE:
-                    self.broker_epoch = resp.broker_epoch
-                    log.info("registered with controller %s: broker epoch %d",
-                             self._hb_client.address, self.broker_epoch)  # fmt: skip
-                    self._registered.set()
-                    return
-                log.warning("BrokerRegistration refused: error %s", resp.error_code)
-            except ClientError as e:
-                log.info("controller not reachable for registration: %s", e)
-            await asyncio.sleep(self._backoff(attempt))
-            attempt += 1
-
-    async def _heartbeat_loop(self) -> None:
-        await self._registered.wait()
-        interval = self.config.heartbeat_interval_ms / 1000
-        while True:
-            body = build(
-                load_request_schema(63, 1),
-                {
-                    "broker_id": self.config.node_id,
-                    "broker_epoch": self.broker_epoch,
-                    "current_metadata_offset": self.loader.image.offset,
-                    "want_fence": False,
-                    "want_shut_down": False,
-                    "offline_log_dirs": [],
-                },
-            )
-            try:
-                hb_timeout = max(2000, 4 * int(interval * 1000))
                 resp = await self._hb_client.send(body, timeout_ms=hb_timeout)
-                code = resp.error_code.value
-                if code in (Errors.STALE_BROKER_EPOCH, BROKER_ID_NOT_REGISTERED):
-                    log.warning("heartbeat refused (error %d); registering again", code)
-                    self._registered.clear()
-                    await self._register()
-                elif code == Errors.NONE:
-                    if self.fenced != resp.is_fenced:
-                        log.info("broker %d is now %s", self.config.node_id,
-                                 "fenced" if resp.is_fenced else "unfenced")  # fmt: skip
-                    self.fenced = resp.is_fenced
             except ClientError as e:
-                log.info("heartbeat failed: %s", e)
-            await asyncio.sleep(interval)
+                log.info("controller not reachable (%s): %s", lc.state.value, e)
+                lc.on_failure(clock(), str(e))
+                self._next_controller()
+                continue
+            lc.on_response(resp, clock())
+            if int(resp.error_code) == Errors.NOT_CONTROLLER:
+                self._next_controller()
+            if (lc.state, lc.broker_epoch) != before:
+                why = f" ({lc.last_error})" if lc.last_error else ""
+                log.info("broker %d: %s, broker epoch %d%s", self.config.node_id,
+                         lc.state.value, lc.broker_epoch, why)  # fmt: skip
+
+    def _next_controller(self) -> None:
+        """Quorum mode: point every controller connection at the next controller (round
+        robin; Kafka's brokers ask the quorum for the leader, KIP-853 — a NOT_CONTROLLER
+        answer here names only an id, not an address)."""
+        if len(self._controllers) < 2:
+            return
+        self._controller_index = (self._controller_index + 1) % len(self._controllers)
+        host, port = self._controllers[self._controller_index]
+        log.info("trying controller %s:%d", host, port)
+        for c in (self._meta_client, self._hb_client, self._rpc_client):
+            c.retarget(host, port)
 
     # --- metadata ----------------------------------------------------------------------------
 
     async def _metadata_loop(self) -> None:
         attempt = 0
         while True:
-            body = build(
-                load_request_schema(1, 12),
-                {
-                    "replica_id": -1,
-                    "max_wait": 500,
-                    "min_bytes": 1,
-                    "max_bytes": 8 << 20,
-                    "isolation_level": 0,
-                    "session_id": 0,
-                    "session_epoch": -1,
-                    "topics": [
-                        {
-                            "topic": METADATA_TOPIC,
-                            "partitions": [
-                                {
-                                    "partition": METADATA_PARTITION,
-                                    "fetch_offset": self.loader.next_offset,
-                                    "partition_max_bytes": 8 << 20,
-                                }
-                            ],
-                        }
-                    ],
-                    "forgotten_topics_data": [],
-                    "rack_id": "",
-                },
-            )
+            body = build_metadata_fetch(self.loader.next_offset)
             try:
                 resp = await self._meta_client.send(body)
                 part = resp.responses[0].partitions[0]
@@ -208,75 +226,50 @@ class ClusterLink:
             log.error("metadata not applied, keeping image at offset %d: %s",
                       self.loader.image.offset, e)  # fmt: skip
             return
-        changes = delta.local_changes(self.config.node_id)
-        image = delta.new
-        for (topic, p), reg in list(changes.leaders.items()) + list(changes.followers.items()):
-            t = image.topics[topic]
-            self.replica_manager.topic_ids[topic] = t.topic_id
-            min_isr = int(t.configs.get("min.insync.replicas", self.config.min_insync_replicas))
-            self.replica_manager.apply_partition(
-                topic, p, reg.leader, reg.leader_epoch, tuple(reg.isr), tuple(reg.replicas),
-                reg.partition_epoch, min_isr,
-            )  # fmt: skip
-        for topic, p in changes.deletes:
-            self.replica_manager.stop_replica(topic, p)
+        self.replica_manager.apply_metadata_delta(delta, self.config.min_insync_replicas)
         self._image_changed.set()
         self._image_changed = asyncio.Event()
 
     # --- AlterPartition ------------------------------------------------------------------------
 
     def _on_alter_partition(self, request: AlterPartitionRequest) -> None:
-        asyncio.get_running_loop().create_task(self._send_alter_partition(request))
+        self._alter_wake.set()
+
+    async def _alter_partition_loop(self) -> None:
+        """Send what ReplicaManager's AlterPartitionManager says is due (new or to retry)."""
+        manager = self.replica_manager.alter_partition_manager
+        clock = self.replica_manager.clock
+        while True:
+            self._alter_wake.clear()  # before poll: a proposal submitted later sets it again
+            for request in manager.poll(clock()):
+                task = asyncio.create_task(self._send_alter_partition(request))
+                self._alter_sends.add(task)
+                task.add_done_callback(self._alter_sends.discard)
+            due = manager.next_due_ms()
+            timeout = None if due is None else max(due - clock(), 1) / 1000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._alter_wake.wait(), timeout)
 
     async def _send_alter_partition(self, request: AlterPartitionRequest) -> None:
-        topic_id = self.replica_manager.topic_ids.get(request.topic)
-        if topic_id is None:
-            log.warning("AlterPartition for %s: no topic id known", request.topic)
-            return
-        body = build(
-            load_request_schema(56, 2),
-            {
-                "broker_id": self.config.node_id,
-                "broker_epoch": self.broker_epoch,
-                "topics": [
-                    {
-                        "topic_id": topic_id,
-                        "partitions": [
-                            {
-                                "partition_index": request.partition,
-                                "leader_epoch": request.leader_epoch,
-                                "new_isr": list(request.new_isr),
-                                "leader_recovery_state": 0,
-                                "partition_epoch": request.partition_epoch,
-                            }
-                        ],
-                    }
-                ],
-            },
-        )
+        rm = self.replica_manager
         try:
-            resp = await self._rpc_client.send(body)
-        except ClientError as e:
-            # The proposal stays pending; a later metadata update (make_leader) resets it.
-            log.warning("AlterPartition %s-%d not sent: %s", request.topic, request.partition, e)
-            return
-        error = Errors(resp.error_code.value)
-        answer = AlterPartitionResponse(error=error)
-        with contextlib.suppress(IndexError):
-            p = resp.topics[0].partitions[0]
-            if error == Errors.NONE:
-                error = Errors(p.error_code.value)
-            answer = AlterPartitionResponse(
-                error=error,
-                leader_id=p.leader_id,
-                leader_epoch=p.leader_epoch,
-                isr=tuple(p.isr),
-                partition_epoch=p.partition_epoch,
-            )
-        if answer.error != Errors.NONE:
-            log.info("AlterPartition %s-%d answered %s", request.topic, request.partition,
-                     answer.error.name)  # fmt: skip
-        self.replica_manager.on_alter_partition_response(request, answer)
+            topic_id = rm.topic_ids.get(request.topic)
+            if topic_id is None:
+                rm.on_alter_partition_failure(request, "no topic id known yet")
+                return
+            body = build_alter_partition(request, self.broker_epoch, topic_id)
+            try:
+                resp = await self._rpc_client.send(body)
+            except ClientError as e:
+                rm.on_alter_partition_failure(request, str(e))
+                return
+            top, answer = parse_alter_partition(resp)
+            if answer.error != Errors.NONE:
+                log.info("AlterPartition %s-%d answered %s", request.topic, request.partition,
+                         answer.error.name)  # fmt: skip
+            rm.on_alter_partition_response(request, answer, top)
+        finally:
+            self._alter_wake.set()  # a retry may now be scheduled
 
     # --- forwarding ----------------------------------------------------------------------------
 
@@ -298,15 +291,38 @@ class ClusterLink:
     async def forward_create_topics(self, body: Any, names: list[str]) -> Any:
         resp = await self.forward(body)
         created = {t.name for t in resp.topics if t.error_code.value == Errors.NONE}
+        await self.wait_for_image(lambda image: created <= set(image.topics))
+        return resp
+
+    async def forward_and_wait(self, body: Any, applied: Callable[[Any, MetadataImage], bool]
+                               ) -> Any:  # fmt: skip
+        """Forward `body`; then wait (bounded) until `applied(response, image)` holds, so the
+        client's next request to this broker sees what the controller committed."""
+        resp = await self.forward(body)
+        await self.wait_for_image(lambda image: applied(resp, image))
+        return resp
+
+    async def wait_for_image(self, done: Callable[[MetadataImage], bool]) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + CREATE_WAIT_S
-        while not created <= set(self.image.topics) and loop.time() < deadline:
+        while not done(self.image) and loop.time() < deadline:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._image_changed.wait(), deadline - loop.time())
-        return resp
+
+    def create_internal_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
+    ) -> None:
+        """An internal topic (__consumer_offsets) the broker needs: ask the controller, once at
+        a time; the caller answers COORDINATOR_NOT_AVAILABLE until the topic has leaders."""
+        self._create_in_background(name, partitions, replication_factor, configs)
 
     def auto_create_topic(self, name: str) -> None:
         """Metadata for an unknown topic with auto-create on: ask the controller, once."""
+        self._create_in_background(name, -1, -1, {})
+
+    def _create_in_background(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
+    ) -> None:
         if name in self._pending_creates:
             return
         self._pending_creates.add(name)
@@ -316,10 +332,10 @@ class ClusterLink:
                 "topics": [
                     {
                         "name": name,
-                        "num_partitions": -1,
-                        "replication_factor": -1,
+                        "num_partitions": partitions,
+                        "replication_factor": replication_factor,
                         "assignments": [],
-                        "configs": [],
+                        "configs": [{"name": k, "value": v} for k, v in configs.items()],
                     }
                 ],
                 "timeout": 5000,

@@ -3,8 +3,8 @@
 `handle(request)` returns one of:
   - a kio response entity, to be encoded and sent;
   - NO_RESPONSE (a Produce with acks=0: Kafka sends nothing back);
-  - a DelayedFetch, which the network edge parks until new data arrives (ReplicaManager's
-    append listeners) or its max_wait expires, then calls `complete(force)` again;
+  - a DelayedFetch, parked in ReplicaManager's fetch purgatory until enough data is readable
+    (or something changed) or its max_wait expires; the edge then calls `complete(True)`;
   - CloseConnection(reason), when the only correct reaction is to drop the client
     (e.g. a failed acks=0 produce, which the client can notice only that way);
   - a Deferred (an acks=all produce parked in the DelayedProduce purgatory): the edge waits for
@@ -13,8 +13,8 @@
     edge awaits for the response.
 Cluster mode (`cluster` given, see server/cluster_link.py): Metadata comes from the controller's
 committed MetadataImage (leader, replicas, ISR, the brokers' registered addresses), topics are
-created by the controller, and this broker names itself controller_id so admin clients send it
-CreateTopics/ElectLeaders, which it forwards.
+created by the controller, and controller_id is a random alive broker as in Kafka's KRaft mode,
+so admin clients send CreateTopics/ElectLeaders to a broker, which forwards them.
 Handlers build responses as plain dicts valid for every advertised version and protocol.entities
 turns them into the requested version's classes. Unknown api keys/versions never reach here
 (codec raises UnsupportedRequest; the network edge closes the connection).
@@ -23,18 +23,18 @@ turns them into the requested version's classes. Unknown api keys/versions never
 from __future__ import annotations
 
 import logging
-import time
+import random
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker_app.config import BrokerConfig
-from broker_app.coordinator.group_coordinator import GroupCoordinator, OffsetAndMetadata
 from broker_app.coordinator.producer_ids import ProducerIdManager
-from broker_app.protocol.apis import SUPPORTED_APIS, ApiKey
+from broker_app.protocol.apis import ADVERTISED_APIS, ApiKey
 from broker_app.protocol.codec import Request
 from broker_app.protocol.error_codes import Errors
+from broker_app.reject_log import RejectLog
 from broker_app.replication.replica_manager import (
     ACKS_ALL,
     ACKS_NONE,
@@ -43,6 +43,7 @@ from broker_app.replication.replica_manager import (
 )
 from broker_app.storage.errors import StorageError
 
+from .admin_apis import AdminApis
 from .api_common import (
     api_versions_response,
     image_topic_metadata,
@@ -51,9 +52,12 @@ from .api_common import (
     requested_topic_names,
     respond,
 )
+from .group_apis import GroupApis
+from .topic_admin_apis import TopicAdminApis
 from .topic_store import TopicError, TopicInfo, TopicStore
 
 log = logging.getLogger(__name__)
+_REJECTS = RejectLog(log)  # rate-limited lines for rejected requests (issue 15)
 
 CONFIG_SOURCE_TOPIC = 1  # DescribeConfigs/CreateTopics ConfigSource.TOPIC_CONFIG
 
@@ -96,10 +100,15 @@ class Deferred:
 
 @dataclass
 class DelayedFetch:
-    """A fetch waiting for min_bytes of data or max_wait_ms, whichever comes first."""
+    """A fetch waiting for min_bytes of data or max_wait_ms, whichever comes first.
+
+    Parked in ReplicaManager's fetch purgatory, which resolves `ready`; the edge then (or
+    after max_wait_ms, calling `give_up()` first) builds the response with complete(True)."""
 
     max_wait_ms: int
     complete: Callable[[bool], Any]  # complete(force) -> response entity, or None to keep waiting
+    ready: Deferred = field(default_factory=Deferred)
+    give_up: Callable[[], object] = lambda: None  # completes the purgatory operation
 
 
 class KafkaApis:
@@ -108,7 +117,7 @@ class KafkaApis:
         config: BrokerConfig,
         replica_manager: ReplicaManager,
         topics: TopicStore,
-        groups: GroupCoordinator,
+        groups: GroupApis,
         producer_ids: ProducerIdManager,
         cluster: Any = None,
     ) -> None:
@@ -117,6 +126,8 @@ class KafkaApis:
         self.replica_manager = replica_manager
         self.topics = topics
         self.groups = groups
+        groups.bind(self)
+        admin = AdminApis(self)
         self.producer_ids = producer_ids
         self._handlers: dict[int, Callable[[Request], Any]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions,
@@ -131,6 +142,20 @@ class KafkaApis:
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch,
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.handle_describe_topic_partitions,
+            ApiKey.JOIN_GROUP: groups.handle_join_group,
+            ApiKey.SYNC_GROUP: groups.handle_sync_group,
+            ApiKey.HEARTBEAT: groups.handle_heartbeat,
+            ApiKey.LEAVE_GROUP: groups.handle_leave_group,
+            ApiKey.LIST_GROUPS: groups.handle_list_groups,
+            ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
+            ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: admin.handle_alter_partition_reassignments,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: admin.handle_list_partition_reassignments,
+            ApiKey.DESCRIBE_CLUSTER: admin.handle_describe_cluster,
+            ApiKey.DELETE_RECORDS: admin.handle_delete_records,
+            ApiKey.DESCRIBE_LOG_DIRS: admin.handle_describe_log_dirs,
+            **TopicAdminApis(self).handlers(),
         }
         if cluster is None:
             for info in list(self.topics.topics.values()):
@@ -146,6 +171,7 @@ class KafkaApis:
 
     def _host_topic(self, info: TopicInfo) -> None:
         min_isr = info.min_insync_replicas(self.config.min_insync_replicas)
+        self.replica_manager.set_topic_configs(info.name, info.configs)
         for p in range(info.num_partitions):
             self.replica_manager.host_single_node(info.name, p, min_isr)
 
@@ -157,7 +183,7 @@ class KafkaApis:
                 "ApiVersions v%d unsupported; replying UNSUPPORTED_VERSION in v0",
                 request.api_version,
             )
-        return api_versions_response(request, SUPPORTED_APIS)
+        return api_versions_response(request, ADVERTISED_APIS)
 
     # -- Metadata -----------------------------------------------------------------------
 
@@ -174,16 +200,20 @@ class KafkaApis:
         # Before v4 there is no flag and Kafka auto-creates when the broker allows it.
         allow_auto = getattr(body, "allow_auto_topic_creation", True)
         topics = []
+        budget = self.config.max_partitions_per_create_request
         for name, topic_id in wanted:
             info = self.topics.get(name) if name else None
-            if info is None and name is None and topic_id is not None:
-                info = self.topics.by_id.get(topic_id)
+            if info is None and name is None:
+                # v10+: a topic named only by id; a null name with no (or an unknown) id
+                # names nothing, which Kafka answers UNKNOWN_TOPIC_ID.
+                info = self.topics.by_id.get(topic_id) if topic_id is not None else None
                 if info is None:
                     topics.append(metadata_topic_error(None, topic_id, Errors.UNKNOWN_TOPIC_ID))
                     continue
             if info is None and name is not None:
                 if allow_auto and self.config.auto_create_topics:
                     try:
+                        budget = self._spend_partitions(budget, self.config.num_partitions)
                         info = self._create_topic(
                             name,
                             self.config.num_partitions,
@@ -225,13 +255,18 @@ class KafkaApis:
         names = requested_topic_names(request, image)
         allow_auto = getattr(body, "allow_auto_topic_creation", True)
         topics = []
+        budget = self.config.max_partitions_per_create_request
         for name in names:
             topic = image.topics.get(name) if name is not None else None
             if topic is None:
                 code = Errors.UNKNOWN_TOPIC_OR_PARTITION
                 if name and allow_auto and self.config.auto_create_topics:
-                    self.cluster.auto_create_topic(name)
-                    code = Errors.LEADER_NOT_AVAILABLE  # clients retry until it exists
+                    try:
+                        budget = self._spend_partitions(budget, self.config.num_partitions)
+                        self.cluster.auto_create_topic(name)
+                        code = Errors.LEADER_NOT_AVAILABLE  # clients retry until it exists
+                    except TopicError as e:
+                        code = e.error_code
                 topics.append(metadata_topic_error(name, None, code))
                 continue
             topics.append(image_topic_metadata(image, topic))
@@ -241,10 +276,18 @@ class KafkaApis:
                 "throttle_time": 0,
                 "brokers": list(brokers.values()),
                 "cluster_id": self.config.cluster_id,
-                "controller_id": self.config.node_id,  # we forward controller requests
+                "controller_id": self._metadata_controller_id(image),
                 "topics": topics,
             },
         )
+
+    def _metadata_controller_id(self, image: Any) -> int:
+        """What Kafka's KRaft brokers report as controller: a random alive (unfenced) broker,
+        not the quorum leader (KafkaApis uses metadataCache.getRandomAliveBrokerId; clients
+        cannot reach KRaft controllers, KIP-590, and send controller requests to a broker, which
+        forwards them, as this one does). -1 (NO_CONTROLLER_ID) when no broker is alive."""
+        alive = image.live_brokers()
+        return random.choice(alive) if alive else -1
 
     def _metadata_topic(self, info: TopicInfo) -> dict[str, Any]:
         partitions = []
@@ -265,9 +308,32 @@ class KafkaApis:
             "error_code": Errors.NONE,
             "name": info.name,
             "topic_id": info.topic_id,
-            "is_internal": False,
+            "is_internal": info.name == "__consumer_offsets",
             "partitions": partitions,
         }
+
+    # -- DescribeTopicPartitions (KIP-966) ------------------------------------------------
+
+    def handle_describe_topic_partitions(self, request: Request) -> Any:
+        from broker_app.server.describe_topic_partitions import describe, image_partitions
+
+        body = request.body
+        if self.cluster is not None:
+            image = self.cluster.image
+            topics = {t.name: (t.topic_id, image_partitions(image, t))
+                      for t in image.topics.values()}  # fmt: skip
+        else:  # single node: no controller, no ELR
+            topics = {}
+            for info in self.topics.topics.values():
+                entry = self._metadata_topic(info)
+                for p in entry["partitions"]:
+                    p.update(eligible_leader_replicas=[], last_known_elr=[])
+                topics[info.name] = (info.topic_id, entry["partitions"])
+        cursor = body.cursor
+        return self._respond(request, describe(
+            topics, [t.name for t in body.topics], int(body.response_partition_limit),
+            None if cursor is None else (cursor.topic_name, int(cursor.partition_index)),
+        ))  # fmt: skip
 
     # -- CreateTopics ---------------------------------------------------------------------
 
@@ -289,6 +355,7 @@ class KafkaApis:
         for t in body.topics:
             seen[t.name] = seen.get(t.name, 0) + 1
         results = []
+        budget = self.config.max_partitions_per_create_request
         for t in body.topics:
             entry: dict[str, Any] = {
                 "name": t.name,
@@ -305,6 +372,7 @@ class KafkaApis:
                         Errors.INVALID_REQUEST, f"topic {t.name!r} appears more than once"
                     )
                 num_partitions, rf = self._resolve_layout(t)
+                budget = self._spend_partitions(budget, num_partitions)
                 configs = {c.name: c.value for c in t.configs}
                 if validate_only:
                     clean = self.topics.check_new(t.name, num_partitions, rf, configs)
@@ -335,9 +403,22 @@ class KafkaApis:
             except TopicError as e:
                 entry["error_code"] = e.error_code
                 entry["error_message"] = str(e)
-                log.info("CreateTopics %r rejected: %s", t.name, e)
+                _REJECTS.warning("CreateTopics %r rejected: %s", t.name, e)
             results.append(entry)
         return self._respond(request, {"throttle_time": 0, "topics": results})
+
+    def _spend_partitions(self, budget: int, num_partitions: int) -> int:
+        """What is left of this request's partition budget after creating `num_partitions`;
+        TopicError (INVALID_PARTITIONS) when it does not fit, so one request cannot create
+        millions of partitions (and their files)."""
+        if num_partitions > budget:
+            raise TopicError(
+                Errors.INVALID_PARTITIONS,
+                f"creating {num_partitions} more partitions exceeds this request's limit "
+                f"(max_partitions_per_create_request="
+                f"{self.config.max_partitions_per_create_request})",
+            )
+        return budget - max(num_partitions, 0)
 
     def _resolve_layout(self, t: Any) -> tuple[int, int]:
         num_partitions = t.num_partitions
@@ -479,7 +560,12 @@ class KafkaApis:
         response = complete(max_wait_ms <= 0 or min_bytes <= 0 or not reqs)
         if response is not None:
             return response
-        return DelayedFetch(max_wait_ms, complete)
+        delayed = DelayedFetch(max_wait_ms, complete)
+        op = self.replica_manager.park_fetch(
+            reqs, body.replica_id, min_bytes, max_wait_ms, lambda: delayed.ready.resolve(None)
+        )
+        delayed.give_up = op.force_complete
+        return delayed
 
     def _fetch_response(self, request: Request, results: dict) -> Any:
         by_topic: dict[str, list[dict[str, Any]]] = {}
@@ -520,11 +606,11 @@ class KafkaApis:
         for t in request.body.topics:
             parts = []
             for p in t.partitions:
-                parts.append(self._list_offset(t.name, p))
+                parts.append(self._list_offset(t.name, p, request.body.replica_id))
             topics.append({"name": t.name, "partitions": parts})
         return self._respond(request, {"throttle_time": 0, "topics": topics})
 
-    def _list_offset(self, topic: str, p: Any) -> dict[str, Any]:
+    def _list_offset(self, topic: str, p: Any, replica_id: int = -1) -> dict[str, Any]:
         out: dict[str, Any] = {
             "partition_index": p.partition_index,
             "error_code": Errors.NONE,
@@ -552,6 +638,10 @@ class KafkaApis:
         out["leader_epoch"] = state.leader_epoch
         if ts == -2:  # EARLIEST_TIMESTAMP
             out["offset"] = lg.log_start_offset
+        elif ts == -1 and replica_id >= 0:
+            # A replica (the fetcher after OFFSET_OUT_OF_RANGE) gets the log end, as in Kafka:
+            # a ListOffsets with a replica id has no isolation level.
+            out["offset"] = lg.log_end_offset
         elif ts == -1:  # LATEST_TIMESTAMP: consumers see the HW (= LSO, no transactions)
             out["offset"] = lg.high_watermark
         else:
@@ -564,86 +654,24 @@ class KafkaApis:
                 out["timestamp"], out["offset"] = _timestamp_and_offset(found)
         return out
 
-    # -- FindCoordinator ----------------------------------------------------------------
+    # -- FindCoordinator / OffsetCommit / OffsetFetch: the group coordinator (group_apis) --
 
     def handle_find_coordinator(self, request: Request) -> Any:
-        host, port = self.config.advertised
-        return self._respond(
-            request,
-            {
-                "throttle_time": 0,
-                "error_code": Errors.NONE,
-                "error_message": None,
-                "node_id": self.config.node_id,
-                "host": host,
-                "port": port,
-            },
-        )
-
-    # -- OffsetCommit / OffsetFetch ------------------------------------------------------
+        return self.groups.handle_find_coordinator(request)
 
     def handle_offset_commit(self, request: Request) -> Any:
-        body = request.body
-        now_ms = int(time.time() * 1000)
-        topics = []
-        to_commit: dict[tuple[str, int], OffsetAndMetadata] = {}
-        for t in body.topics:
-            parts = []
-            for p in t.partitions:
-                code = Errors.NONE
-                metadata = p.committed_metadata or ""
-                if not body.group_id:
-                    code = Errors.INVALID_GROUP_ID
-                elif self.replica_manager.get_partition(t.name, p.partition_index) is None:
-                    code = Errors.UNKNOWN_TOPIC_OR_PARTITION
-                elif len(metadata.encode()) > self.config.offset_metadata_max_bytes:
-                    code = Errors.OFFSET_METADATA_TOO_LARGE
-                else:
-                    to_commit[(t.name, p.partition_index)] = OffsetAndMetadata(
-                        p.committed_offset,
-                        getattr(p, "committed_leader_epoch", -1),
-                        metadata,
-                        now_ms,
-                    )
-                parts.append({"partition_index": p.partition_index, "error_code": code})
-            topics.append({"name": t.name, "partitions": parts})
-        self.groups.commit(body.group_id, to_commit)
-        return self._respond(request, {"throttle_time": 0, "topics": topics})
+        return self.groups.handle_offset_commit(request)
 
     def handle_offset_fetch(self, request: Request) -> Any:
-        body = request.body
-        group = body.group_id
-        if body.topics is None:
-            wanted: dict[str, list[int]] = {}
-            for topic, partition in self.groups.committed_partitions(group):
-                wanted.setdefault(topic, []).append(partition)
-        else:
-            wanted = {t.name: list(t.partition_indexes) for t in body.topics}
-        topics = []
-        for name, partitions in wanted.items():
-            parts = []
-            for p in partitions:
-                committed = self.groups.fetch(group, (name, p))
-                parts.append(
-                    {
-                        "partition_index": p,
-                        "committed_offset": committed.offset if committed else -1,
-                        "committed_leader_epoch": committed.leader_epoch if committed else -1,
-                        "metadata": committed.metadata if committed else "",
-                        "error_code": Errors.NONE,
-                    }
-                )
-            topics.append({"name": name, "partitions": parts})
-        return self._respond(
-            request, {"throttle_time": 0, "topics": topics, "error_code": Errors.NONE}
-        )
+        return self.groups.handle_offset_fetch(request)
 
     # -- InitProducerId -----------------------------------------------------------------
 
     def handle_init_producer_id(self, request: Request) -> Any:
         body = request.body
         if body.transactional_id is not None:
-            log.info("InitProducerId for transactional id %r refused", body.transactional_id)
+            _REJECTS.warning("InitProducerId for transactional id %r refused",
+                             body.transactional_id)  # fmt: skip
             return self._respond(
                 request,
                 {

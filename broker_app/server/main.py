@@ -3,12 +3,17 @@
 Start-up: load topics, group offsets and the producer-id block from the data dir, open every
 log (LogManager recovers after an unclean stop), host each partition as leader, listen.
 Every 5 s the high watermarks are checkpointed (replica.high.watermark.checkpoint.interval.ms).
+Background fsyncs (HW checkpoint, interval flush, rolled segments) run in LogFlusher's worker
+thread, so a stalled disk slows them but not heartbeats or fetches (server/log_flusher.py).
 With --controller HOST:PORT the broker joins a cluster instead of leading everything alone:
 ClusterLink registers/heartbeats/applies the metadata log, ReplicaFetcherManager runs the replica
 fetchers, a 100 ms timer runs ReplicaManager.tick (ISR shrink, acks=all expiry). --admin-port
 serves GET /state (broker_app/admin). --flush interval fsyncs every --flush-interval-ms.
 SIGTERM/SIGINT: stop listening, close connections, LogManager.shutdown() (flush, checkpoints,
-clean-shutdown marker), exit 0. Prints one "listening" line on stdout once it accepts connections.
+clean-shutdown marker), exit 0; obeyed even when the event loop is hogged, and a shutdown that
+overruns liveness.HARD_EXIT_S ends the process hard (exit 3). Event-loop lag is measured every
+100 ms and served in /state as event_loop_lag_ms (liveness.LoopLag).
+Prints one "listening" line on stdout once it accepts connections.
 """
 
 from __future__ import annotations
@@ -17,11 +22,17 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import signal
 import sys
 from pathlib import Path
 
 from broker_app.config import FLUSH_POLICIES, BrokerConfig
+from broker_app.kafka_versions import (
+    DEFAULT_VERSION,
+    as_bool,
+    bool_text,
+    kafka_version_arg,
+    resolve,
+)
 from broker_app.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 from broker_app.replication.behaviour import (
     CONSUMER_VISIBILITY_MODES,
@@ -29,10 +40,13 @@ from broker_app.replication.behaviour import (
     TRUNCATION_MODES,
     ReplicationBehaviour,
 )
+from broker_app.server.liveness import LoopLag, ShutdownGuard, run_lag_monitor
 
 log = logging.getLogger("broker_app.server")
 
 HW_CHECKPOINT_INTERVAL_S = 5.0
+CLEAN_STOP_S = 5.0  # tasks, connections, fetchers; then the logs are flushed regardless
+ROLL_FLUSH_CHECK_S = 1.0  # other policies: how often rolled segments are flushed (off the loop)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,25 +61,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-partitions", type=int, default=1)
     parser.add_argument("--no-auto-create-topics", action="store_true")
     parser.add_argument("--segment-bytes", type=int, default=16 * 1024 * 1024)
+    parser.add_argument("--log-retention-check-interval-ms", type=int, default=300_000,
+                        help="how often retention.ms / retention.bytes are applied")
     parser.add_argument("--flush-every-batch", action="store_true", help="= --flush every-batch")
     parser.add_argument("--flush", choices=FLUSH_POLICIES, default=None,
                         help="fsync every batch (L3 fix), on a timer, or never (default)")
     parser.add_argument("--flush-interval-ms", type=int, default=1000)
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--max-connections", type=int, default=None,
+                        help="max.connections (default: half the process's fd limit)")
+    parser.add_argument("--max-connections-per-ip", type=int, default=2**31 - 1)
+    parser.add_argument("--connections-max-idle-ms", type=int, default=600_000)
+    parser.add_argument("--max-partitions-per-create-request", type=int, default=10_000)
+    groups = parser.add_argument_group("group coordinator (Kafka's names and defaults)")
+    groups.add_argument("--offsets-topic-num-partitions", type=int, default=50)
+    groups.add_argument("--offsets-topic-replication-factor", type=int, default=3)
+    groups.add_argument("--offsets-commit-required-acks", type=int, choices=(-1, 1), default=-1,
+                        help="1 = legacy: answer OffsetCommit before the ISR has it")
+    groups.add_argument("--group-initial-rebalance-delay-ms", type=int, default=3000)
+    groups.add_argument("--group-min-session-timeout-ms", type=int, default=6000)
+    parser.add_argument("--fetch-max-wait-cap-ms", type=int, default=30_000,
+                        help="upper bound on a client fetch's max_wait (the fuzzer lowers it)")
     cluster = parser.add_argument_group("cluster mode")
     cluster.add_argument("--controller", type=_host_port, default=None, metavar="HOST:PORT",
                          help="join the cluster of this controller (omit: single-node broker)")
+    cluster.add_argument("--controller-quorum-bootstrap-servers", type=_host_ports, default=(),
+                         metavar="HOST:PORT,...",
+                         help="a quorum of controllers (KIP-853's controller.quorum.bootstrap."
+                              "servers): the broker uses the next one when one is unreachable "
+                              "or answers NOT_CONTROLLER")
     cluster.add_argument("--peer-address", type=_peer, action="append", default=[],
                          metavar="ID=HOST:PORT",
                          help="connect to broker ID here for replica fetches (repeatable)")
     cluster.add_argument("--admin-port", type=int, default=None, help="HTTP GET /state")
     cluster.add_argument("--cluster-id", default="highwater-cluster")
     cluster.add_argument("--default-replication-factor", type=int, default=1)
-    cluster.add_argument("--truncation", choices=TRUNCATION_MODES, default="diverging-epoch")
-    cluster.add_argument("--isr-update", choices=ISR_UPDATE_MODES, default="maximal")
+    cluster.add_argument("--kafka-version", type=kafka_version_arg, default=None,
+                         help="behaviour preset of this Kafka release (docs/kafka-versions.md; "
+                              f"default {DEFAULT_VERSION}); the switches below override one field")
+    cluster.add_argument("--truncation", choices=TRUNCATION_MODES, default=None)
+    cluster.add_argument("--isr-update", choices=ISR_UPDATE_MODES, default=None)
     cluster.add_argument("--consumer-visibility", choices=CONSUMER_VISIBILITY_MODES,
                          default="high-watermark")
-    cluster.add_argument("--strict-min-isr", action=argparse.BooleanOptionalAction, default=True)
+    cluster.add_argument("--strict-min-isr", action=argparse.BooleanOptionalAction, default=None)
+    cluster.add_argument("--eligible-leader-replicas", action=argparse.BooleanOptionalAction,
+                         default=None, help="KIP-966 ELR (needs --strict-min-isr)")
     cluster.add_argument("--replica-lag-time-max-ms", type=int, default=30_000)
     cluster.add_argument("--heartbeat-interval-ms", type=int, default=500)
     cluster.add_argument("--replica-fetch-wait-max-ms", type=int, default=500)
@@ -79,6 +119,10 @@ def _host_port(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _host_ports(value: str) -> tuple[tuple[str, int], ...]:
+    return tuple(_host_port(v.strip()) for v in value.split(",") if v.strip())
+
+
 def _peer(value: str) -> tuple[int, tuple[str, int]]:
     node, sep, addr = value.partition("=")
     if not sep or not node.lstrip("-").isdigit():
@@ -88,19 +132,26 @@ def _peer(value: str) -> tuple[int, tuple[str, int]]:
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     flush = args.flush or ("every-batch" if args.flush_every_batch else "never")
+    sw = resolve(args.kafka_version, {
+        "truncation": args.truncation, "isr-update": args.isr_update,
+        "strict-min-isr": bool_text(args.strict_min_isr),
+        "eligible-leader-replicas": bool_text(args.eligible_leader_replicas),
+    })  # fmt: skip
     return BrokerConfig(
         flush=flush,
         flush_interval_ms=args.flush_interval_ms,
-        controller=args.controller,
+        controller=args.controller or (args.controller_quorum_bootstrap_servers or (None,))[0],
+        controller_bootstrap=args.controller_quorum_bootstrap_servers,
         peer_addresses=dict(args.peer_address),
         admin_port=args.admin_port,
         cluster_id=args.cluster_id,
         default_replication_factor=args.default_replication_factor,
         behaviour=ReplicationBehaviour(
-            truncation=args.truncation,
-            isr_update=args.isr_update,
+            truncation=sw["truncation"],  # type: ignore[arg-type]
+            isr_update=sw["isr-update"],  # type: ignore[arg-type]
             consumer_visibility=args.consumer_visibility,
-            strict_min_isr=args.strict_min_isr,
+            strict_min_isr=as_bool(sw["strict-min-isr"]),
+            eligible_leader_replicas=as_bool(sw["eligible-leader-replicas"]),
         ),
         replica_lag_time_max_ms=args.replica_lag_time_max_ms,
         heartbeat_interval_ms=args.heartbeat_interval_ms,
@@ -117,7 +168,18 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         num_partitions=args.num_partitions,
         min_insync_replicas=args.min_insync_replicas,
         segment_bytes=args.segment_bytes,
+        log_retention_check_interval_ms=args.log_retention_check_interval_ms,
         flush_every_batch=flush == "every-batch",
+        max_connections=args.max_connections,
+        max_connections_per_ip=args.max_connections_per_ip,
+        connections_max_idle_ms=args.connections_max_idle_ms,
+        max_partitions_per_create_request=args.max_partitions_per_create_request,
+        offsets_topic_num_partitions=args.offsets_topic_num_partitions,
+        offsets_topic_replication_factor=args.offsets_topic_replication_factor,
+        offsets_commit_required_acks=args.offsets_commit_required_acks,
+        group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
+        group_min_session_timeout_ms=args.group_min_session_timeout_ms,
+        fetch_max_wait_ms_cap=args.fetch_max_wait_cap_ms,
     )
 
 
@@ -132,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         log.error("bad broker configuration: %s", e)
         return 2
+    log.info("emulating Kafka %s: %s", args.kafka_version or DEFAULT_VERSION, config.behaviour)
     try:
         asyncio.run(serve(config))
     except OSError as e:
@@ -141,26 +204,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
-    from broker_app.coordinator.group_coordinator import GroupCoordinator
     from broker_app.coordinator.producer_ids import ProducerIdManager
-    from broker_app.replication.replica_manager import ReplicaManager
+    from broker_app.replication.replica_manager import ReplicaManager, monotonic_ms
+    from broker_app.server.group_apis import GroupApis
     from broker_app.server.kafka_apis import KafkaApis
     from broker_app.server.topic_store import TopicStore
     from broker_app.storage.log import LogConfig
     from broker_app.storage.log_manager import LogManager
 
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    log_manager = LogManager(
+    log_manager = LogManager.open(
         config.data_dir,
         LogConfig(
             segment_bytes=config.segment_bytes,
             max_batch_bytes=config.max_message_bytes,
             flush_every_batch=config.flush_every_batch or config.flush == "every-batch",
+            defer_roll_flush=True,  # server/log_flusher.py runs it off the event loop
         ),
     )
     replica_manager = ReplicaManager(
-        config.node_id, log_manager, config.behaviour, config.replica_lag_time_max_ms
-    )
+        config.node_id, log_manager, config.behaviour, config.replica_lag_time_max_ms,
+        clock=monotonic_ms, retention_check_interval_ms=config.log_retention_check_interval_ms,
+    )  # fmt: skip
     cluster = None
     if config.clustered:
         from broker_app.server.cluster_link import ClusterLink
@@ -170,7 +235,7 @@ def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
         config,
         replica_manager,
         TopicStore(config.data_dir),
-        GroupCoordinator(config.data_dir),
+        GroupApis(config, replica_manager),
         ProducerIdManager(config.data_dir),
         cluster=cluster,
     )
@@ -178,15 +243,24 @@ def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
 
 
 async def serve(config: BrokerConfig) -> None:
+    from broker_app.server.limits import ConnectionLimits, default_max_connections
+    from broker_app.server.log_flusher import LogFlusher
     from broker_app.server.network import SocketServer
 
     apis, log_manager = build_broker(config)
-    server = SocketServer(apis, config.host, config.port, config.max_frame_bytes)
+    flusher = LogFlusher(log_manager)
+    limits = ConnectionLimits(
+        max_connections=config.max_connections or default_max_connections(),
+        max_connections_per_ip=config.max_connections_per_ip,
+        connections_max_idle_ms=config.connections_max_idle_ms,
+    )
+    server = SocketServer(apis, config.host, config.port, config.max_frame_bytes, limits)
     await server.start()
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    # signal.signal handlers (not loop.add_signal_handler) run even if the loop is hogged; a
+    # watchdog exits hard if the clean shutdown overruns (broker_app/server/liveness.py).
+    guard = ShutdownGuard(asyncio.get_running_loop(), stop)
+    guard.install()
     print(
         f"highwater broker {config.node_id} listening on {config.host}:{server.port}",
         flush=True,
@@ -197,16 +271,17 @@ async def serve(config: BrokerConfig) -> None:
         while True:
             await asyncio.sleep(HW_CHECKPOINT_INTERVAL_S)
             try:
-                log_manager.checkpoint_high_watermarks()
+                await flusher.checkpoint_high_watermarks()
             except Exception:
                 log.exception("high watermark checkpoint failed")
 
     rm = apis.replica_manager
     link = apis.cluster
-    tasks = [asyncio.create_task(checkpoint_loop())]
+    lag = LoopLag()
+    tasks = [asyncio.create_task(checkpoint_loop()), asyncio.create_task(run_lag_monitor(lag))]
     fetchers = None
     if link is not None:
-        from broker_app.replication.replica_fetcher_thread import ReplicaFetcherManager
+        from broker_app.server.replica_fetcher import ReplicaFetcherManager
 
         def resolve(node: int) -> tuple[str, int] | None:
             if node in config.peer_addresses:
@@ -231,32 +306,35 @@ async def serve(config: BrokerConfig) -> None:
                 rm.tick()
             except Exception:
                 log.exception("replica manager tick failed")
+            try:
+                apis.groups.tick()  # group coordinator: leadership, loading, session timers
+            except Exception:
+                log.exception("group coordinator tick failed")
 
     tasks.append(asyncio.create_task(tick_loop()))
-    if config.flush == "interval":
+    every_interval = config.flush == "interval"
+    flush_period_s = config.flush_interval_ms / 1000 if every_interval else ROLL_FLUSH_CHECK_S
 
-        async def flush_loop() -> None:
-            while True:
-                await asyncio.sleep(config.flush_interval_ms / 1000)
-                try:
-                    log_manager.flush_all()
-                except Exception:
-                    log.exception("interval flush failed")
+    async def flush_loop() -> None:
+        # Interval policy: flush everything; otherwise only the segments rolled meanwhile.
+        while True:
+            await asyncio.sleep(flush_period_s)
+            try:
+                await flusher.flush_logs(all_logs=every_interval)
+            except Exception:
+                log.exception("log flush failed")
 
-        tasks.append(asyncio.create_task(flush_loop()))
+    tasks.append(asyncio.create_task(flush_loop()))
     admin = None
     if config.admin_port is not None:
         from broker_app.admin.server import AdminServer, broker_state
 
         admin = AdminServer(
-            config.host, config.admin_port, lambda: broker_state(config.node_id, rm, link)
+            config.host, config.admin_port, lambda: broker_state(config.node_id, rm, link, lag)
         )
         await admin.start()
         print(f"highwater broker {config.node_id} admin on {config.host}:{admin.port}", flush=True)
-    try:
-        await stop.wait()
-        log.info("shutting down")
-    finally:
+    async def stop_everything() -> None:
         for t in tasks:
             t.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -268,7 +346,22 @@ async def serve(config: BrokerConfig) -> None:
         if fetchers is not None:
             await fetchers.stop()
         await server.stop()
-        log_manager.shutdown()
+
+    try:
+        await stop.wait()
+        log.info("shutting down")
+    finally:
+        try:
+            await asyncio.wait_for(stop_everything(), CLEAN_STOP_S)
+        except TimeoutError:
+            log.warning("stopping tasks and connections took over %gs; flushing logs anyway",
+                        CLEAN_STOP_S)  # fmt: skip
+        flusher.close()
+        # The marker carries our broker epoch: the next process registers with it, which
+        # tells the controller this stop was clean (KIP-966).
+        log_manager.shutdown(link.broker_epoch if link is not None else -1)
+        guard.done()
+        guard.uninstall()
         log.info("clean shutdown complete")
 
 

@@ -3,13 +3,21 @@
 Per connection: read bytes -> FrameDecoder -> decode_request -> KafkaApis.handle -> encode ->
 write, one request at a time and in order (Kafka mutes a channel while its request is in flight;
 pipelining clients rely on responses arriving in request order). A DelayedFetch parks only its
-own connection until data is appended or a HW moves (FetchWaiters, woken by ReplicaManager) or
-it times out; an acks=all produce (Deferred) parks it until the purgatory answers.
+own connection until ReplicaManager's fetch purgatory says it can be answered, or it times
+out; an acks=all produce (Deferred) parks it until the produce purgatory answers.
 
-Malformed input — oversized or negative frame sizes, truncated frames, garbage, unknown api
-keys/versions, undecodable bodies, a failing handler — closes that one connection with one log
-line naming the peer and the problem. Nothing propagates out of a connection task, so other
-clients keep being served.
+Malformed input — oversized or negative frame sizes (refused from the size prefix, before the
+body is read), truncated frames, garbage, unknown api keys/versions, bodies that do not fit
+their schema (protocol/prescan.py) — closes that one connection, as Kafka's SocketServer does
+when a request does not parse, with one rate-limited WARNING line naming the peer and the
+problem and no traceback. Record-level problems (corrupt or invalid batches) are not decode
+errors: they are answered per partition (CORRUPT_MESSAGE, INVALID_RECORD ...). A failing handler
+is a bug: its traceback is logged, rate-limited too. Nothing propagates out of a connection
+task, so other clients keep being served.
+
+Limits (limits.py, Kafka's names): max.connections and max.connections.per.ip refuse a new
+connection by closing it at once; connections.max.idle.ms closes a connection that sent nothing
+for that long (a stalled half frame included).
 """
 
 from __future__ import annotations
@@ -22,47 +30,32 @@ from typing import Any
 from broker_app.protocol.codec import decode_request, encode_response
 from broker_app.protocol.errors import ProtocolError
 from broker_app.protocol.framing import FrameDecoder
+from broker_app.reject_log import RejectLog
 
 from .kafka_apis import NO_RESPONSE, CloseConnection, Deferred, DelayedFetch
+from .limits import ConnectionCounter, ConnectionLimits
 
 log = logging.getLogger(__name__)
 
 READ_CHUNK = 256 * 1024
 
 
-class FetchWaiters:
-    """Futures of parked fetches; `notify()` (called after every append) wakes them all."""
-
-    def __init__(self) -> None:
-        self._waiters: set[asyncio.Future[None]] = set()
-
-    def notify(self) -> None:
-        for fut in self._waiters:
-            if not fut.done():
-                fut.set_result(None)
-        self._waiters.clear()
-
-    async def wait(self, timeout: float) -> None:
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.add(fut)
-        try:
-            await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
-            pass
-        finally:
-            self._waiters.discard(fut)
-
-
 class SocketServer:
-    def __init__(self, apis: Any, host: str, port: int, max_frame_bytes: int) -> None:
+    def __init__(
+        self,
+        apis: Any,
+        host: str,
+        port: int,
+        max_frame_bytes: int,
+        limits: ConnectionLimits | None = None,
+    ) -> None:
         self.apis = apis
         self.host = host
         self.port = port
         self.max_frame_bytes = max_frame_bytes
-        self.fetch_waiters = FetchWaiters()
-        replica_manager = getattr(apis, "replica_manager", None)  # the null broker has none
-        if replica_manager is not None:
-            replica_manager.on_append(self.fetch_waiters.notify)
+        self.limits = limits or ConnectionLimits()
+        self.counter = ConnectionCounter(self.limits)
+        self.rejects = RejectLog(log)
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
@@ -85,8 +78,14 @@ class SocketServer:
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._connections.add(task)
         peer = writer.get_extra_info("peername")
+        ip = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
+        refused = self.counter.admit(ip)
+        if refused is not None:
+            self.rejects.warning("connection %s refused: %s", peer, refused)
+            writer.close()
+            return
+        self._connections.add(task)
         try:
             await self._serve(reader, writer, peer)
         except (ConnectionError, asyncio.IncompleteReadError) as e:
@@ -94,8 +93,10 @@ class SocketServer:
         except asyncio.CancelledError:
             pass
         except Exception:  # a bug in a handler must not take the broker down
-            log.exception("connection %s: unexpected error, closing", peer)
+            if self.rejects.warning("connection %s: unexpected error, closing", peer):
+                log.exception("connection %s: traceback of the unexpected error", peer)
         finally:
+            self.counter.release(ip)
             self._connections.discard(task)
             writer.close()
 
@@ -103,11 +104,17 @@ class SocketServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Any
     ) -> None:
         decoder = FrameDecoder(self.max_frame_bytes)
+        idle_s = self.limits.connections_max_idle_ms / 1000
         while True:
-            data = await reader.read(READ_CHUNK)
+            try:
+                data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
+            except TimeoutError:
+                log.debug("connection %s: idle for %.0f s (connections.max.idle.ms); closing",
+                          peer, idle_s)  # fmt: skip
+                return
             if not data:
                 if decoder.buffered:
-                    log.warning(
+                    self.rejects.warning(
                         "connection %s: closed mid-frame (%d bytes of a truncated frame dropped)",
                         peer,
                         decoder.buffered,
@@ -116,7 +123,7 @@ class SocketServer:
             try:
                 frames = decoder.feed(data)
             except ProtocolError as e:
-                log.warning("connection %s: %s; closing", peer, e)
+                self.rejects.warning("connection %s: %s; closing", peer, e)
                 return
             # Responses to the frames of one read are written with one send (pipelining
             # clients such as librdkafka have up to 5 requests in flight per connection).
@@ -137,7 +144,7 @@ class SocketServer:
         try:
             request = decode_request(frame)
         except ProtocolError as e:
-            log.warning("connection %s: %s; closing", peer, e)
+            self.rejects.warning("connection %s: %s; closing", peer, e)
             return False
         try:
             result = self.apis.handle(request)
@@ -152,17 +159,14 @@ class SocketServer:
                 else:
                     result = await result
         except Exception:
-            log.exception(
-                "connection %s: handler for api_key=%d v%d failed; closing",
-                peer,
-                request.api_key,
-                request.api_version,
-            )
+            if self.rejects.warning("connection %s: handler for api_key=%d v%d failed; closing",
+                                    peer, request.api_key, request.api_version):  # fmt: skip
+                log.exception("handler traceback (api_key=%d)", request.api_key)
             return False
         if result is NO_RESPONSE:
             return True
         if isinstance(result, CloseConnection):
-            log.warning("connection %s: %s; closing", peer, result.reason)
+            self.rejects.warning("connection %s: %s; closing", peer, result.reason)
             return False
         out.append(encode_response(request.correlation_id, request.api_key, result))
         return True
@@ -174,14 +178,15 @@ class SocketServer:
         deferred.add_callback(lambda v: fut.done() or fut.set_result(v))
         return await fut
 
-    async def _await_fetch(self, delayed: DelayedFetch) -> Any:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + delayed.max_wait_ms / 1000
-        while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return delayed.complete(True)
-            await self.fetch_waiters.wait(remaining)
-            response = delayed.complete(False)
-            if response is not None:
-                return response
+    @staticmethod
+    async def _await_fetch(delayed: DelayedFetch) -> Any:
+        """Wait for the fetch purgatory to resolve `ready`, at most max_wait_ms."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        delayed.ready.add_callback(lambda _v: fut.done() or fut.set_result(None))
+        try:
+            await asyncio.wait_for(fut, delayed.max_wait_ms / 1000)
+        except TimeoutError:
+            pass
+        finally:
+            delayed.give_up()  # no-op if the purgatory completed it; else it stops watching
+        return delayed.complete(True)

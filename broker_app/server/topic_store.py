@@ -15,27 +15,12 @@ from pathlib import Path
 
 from broker_app.protocol.error_codes import Errors
 
+from .configs import ConfigError, validate_topic_configs
 from .jsonstate import read_json, write_json_atomic
 
 FILE_NAME = "highwater-topics.json"
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
-
-# Topic configs accepted by CreateTopics. Only min.insync.replicas changes broker behaviour
-# today; the others are stored and echoed back so standard client tooling keeps working.
-KNOWN_TOPIC_CONFIGS = {
-    "min.insync.replicas",
-    "cleanup.policy",
-    "retention.ms",
-    "retention.bytes",
-    "segment.bytes",
-    "max.message.bytes",
-    "unclean.leader.election.enable",
-    "compression.type",
-    "message.timestamp.type",
-    "flush.messages",
-}
-
 
 class TopicError(Exception):
     def __init__(self, error_code: int, message: str) -> None:
@@ -71,20 +56,11 @@ def validate_topic_name(name: str | None) -> None:
 
 
 def validate_configs(configs: dict[str, str | None]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, value in configs.items():
-        if key not in KNOWN_TOPIC_CONFIGS:
-            raise TopicError(Errors.INVALID_CONFIG, f"unknown topic config {key!r}")
-        if value is None:
-            raise TopicError(Errors.INVALID_CONFIG, f"topic config {key!r} has a null value")
-        if key == "min.insync.replicas":
-            if not value.lstrip("-").isdigit() or int(value) < 1:
-                raise TopicError(
-                    Errors.INVALID_CONFIG,
-                    f"min.insync.replicas must be an integer >= 1, got {value!r}",
-                )
-        out[key] = value
-    return out
+    """CreateTopics' configs checked against the one catalogue (server/configs.py)."""
+    try:
+        return validate_topic_configs(configs)
+    except ConfigError as e:
+        raise TopicError(e.error_code, str(e)) from None
 
 
 class TopicStore:
@@ -134,6 +110,26 @@ class TopicStore:
         self.by_id[info.topic_id] = info
         self._save()
         return info
+
+    def delete(self, name: str) -> TopicInfo:
+        info = self.topics.pop(name)
+        self.by_id.pop(info.topic_id, None)
+        self._save()
+        return info
+
+    def add_partitions(self, name: str, count: int) -> None:
+        self.topics[name].num_partitions = count
+        self._save()
+
+    def alter_configs(self, name: str, changes: dict[str, str | None]) -> None:
+        """Apply validated changes (None deletes a setting) to a topic's configs."""
+        configs = self.topics[name].configs
+        for k, v in changes.items():
+            if v is None:
+                configs.pop(k, None)
+            else:
+                configs[k] = v
+        self._save()
 
     def _save(self) -> None:
         write_json_atomic(

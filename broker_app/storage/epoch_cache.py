@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 from pathlib import Path
+from typing import Protocol
 
 from .checkpoints import EpochEntry, LeaderEpochCheckpointFile
 
@@ -21,11 +22,18 @@ UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 
+class EpochCheckpoint(Protocol):
+    """Where the cache persists itself: LeaderEpochCheckpointFile, or an in-memory disk."""
+
+    def read(self) -> list[EpochEntry]: ...
+    def write(self, entries: list[EpochEntry]) -> None: ...
+
+
 class LeaderEpochCache:
-    def __init__(self, checkpoint: LeaderEpochCheckpointFile | Path | None) -> None:
+    def __init__(self, checkpoint: EpochCheckpoint | Path | None) -> None:
         if isinstance(checkpoint, Path | str):
             checkpoint = LeaderEpochCheckpointFile(Path(checkpoint))
-        self.checkpoint = checkpoint
+        self.checkpoint: EpochCheckpoint | None = checkpoint
         self._epochs: list[int] = []
         self._offsets: list[int] = []
         if checkpoint is not None:

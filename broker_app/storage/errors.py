@@ -100,3 +100,10 @@ class CheckpointError(StorageError):
     """A malformed checkpoint file; the message names the file and the line."""
 
     kafka_error_code = 56
+
+
+class InvalidTimestampError(StorageError):
+    """A record's CreateTime is outside the broker's accepted window, or a producer set
+    LogAppendTime (Kafka's InvalidTimestampException)."""
+
+    kafka_error_code = 32

@@ -19,6 +19,7 @@ import struct
 from pathlib import Path
 
 from .errors import StorageError
+from .file_cache import CachedFile
 
 ENTRY = struct.Struct(">ii")
 ENTRY_SIZE = ENTRY.size  # 8
@@ -35,7 +36,14 @@ class OffsetIndex:
         self.base_offset = base_offset
         self._offsets: list[int] = []
         self._positions: list[int] = []
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        # Opened on demand through the bounded fd cache (file_cache.py); touched now so the
+        # file exists from construction on, as before.
+        self._file = CachedFile(self.path)
+        self._file.fd  # noqa: B018 - creates the file
+
+    @property
+    def _fd(self) -> int:
+        return self._file.fd
 
     # --- loading ---------------------------------------------------------------------
 
@@ -114,9 +122,11 @@ class OffsetIndex:
         os.ftruncate(self._fd, keep * ENTRY_SIZE)
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        with self._file.pinned() as fd:
+            os.fsync(fd)
+
+    def dup_fd(self) -> int:
+        return os.dup(self._fd)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._file.close()

@@ -13,6 +13,11 @@ Contract:
   between leaves an entry beyond the LEO, which the next open truncates away.
 - `read` returns whole batches only; `max_offset` is an exclusive bound on batch last offsets.
 - The high watermark lives here (like UnifiedLog) but is persisted by LogManager.
+- `maybe_increment_log_start_offset(offset)` (DeleteRecords, and a follower copying its
+  leader's log start) moves the log start forward, never past the HW, and deletes segments
+  entirely below it. Deviation: Kafka checkpoints every partition's log start periodically in
+  the directory-wide `log-start-offset-checkpoint`; here each log writes its own
+  `log-start-offset` file (atomically) at once, so a crash cannot bring deleted records back.
 - Single-threaded: the caller serialises access (the asyncio server's one thread).
 """
 
@@ -21,32 +26,40 @@ from __future__ import annotations
 import bisect
 import functools
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
-from .checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile, fsync_dir
-from .epoch_cache import LeaderEpochCache
-from .errors import (
-    CorruptRecordError,
-    DuplicateSequenceError,
-    InvalidRecordError,
-    KafkaStorageError,
-    OffsetOutOfRangeError,
-    RecordBatchTooLargeError,
-    UnexpectedAppendOffsetError,
+from .append import AppendLimits, LogAppendInfo, prepare_follower_append, prepare_leader_append
+from .checkpoints import (
+    LEADER_EPOCH_CHECKPOINT,
+    LeaderEpochCheckpointFile,
+    fsync_dir,
+    write_atomically,
 )
+from .epoch_cache import LeaderEpochCache
+from .errors import KafkaStorageError
+from .log_validator import DEFAULT_TIMESTAMP_AFTER_MAX_MS, DEFAULT_TIMESTAMP_BEFORE_MAX_MS
 from .producer_state import ProducerStateManager
-from .records import BatchHeader, decode_records, iter_batches, stamp_batch, validate_batch
+from .records import DEFAULT_MAX_DECOMPRESSED_BYTES, BatchHeader, decode_records
+from .replica_log import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    EpochsAndHighWatermark,
+    FlushJob,
+    TimestampAndOffset,
+)
+from .retention import RetentionUnit
 from .segment import LogSegment
 from .topic_partition import TopicPartition
 
+LOG_START_OFFSET_FILE = "log-start-offset"  # this log's start, when above its first segment
+
 __all__ = ["Log", "LogAppendInfo", "LogConfig", "TimestampAndOffset", "TopicPartition"]
 
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
-MAX_TIMESTAMP = -3
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -73,51 +86,49 @@ class LogConfig:
     max_batch_bytes: int = 1024 * 1024
     # fsync after every append (Kafka's flush.messages=1); default relies on replication.
     flush_every_batch: bool = False
+    # LogValidator bounds for leader appends (see log_validator.py)
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    timestamp_before_max_ms: int = DEFAULT_TIMESTAMP_BEFORE_MAX_MS
+    timestamp_after_max_ms: int = DEFAULT_TIMESTAMP_AFTER_MAX_MS
+    # Rolling a segment fsyncs the finished one. False: at once, in roll (tests, tools).
+    # True: only record it in `flush_wanted`; the I/O edge (server/log_flusher.py) runs the
+    # flush off the event loop, as Kafka schedules it on its scheduler thread.
+    defer_roll_flush: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
-    first_offset: int
-    last_offset: int
-    num_records: int
-    max_timestamp: int
-    duplicate: bool = False
-
-
-class TimestampAndOffset(NamedTuple):
-    timestamp: int
-    offset: int
-    leader_epoch: int | None
-
-
-class Log:
+class Log(EpochsAndHighWatermark):
     def __init__(
         self,
         dir: Path,
         config: LogConfig,
         segments: list[LogSegment],
         recovery_point: int,
+        epoch_cache: LeaderEpochCache | None = None,
     ) -> None:
         self.dir = Path(dir)
         self.config = config
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
+        self._start_offset = 0  # DeleteRecords' log start; the first segment's base if higher
         try:
             self.topic_partition: TopicPartition | None = TopicPartition.parse_dir_name(
                 self.dir.name
             )
         except ValueError:
             self.topic_partition = None
-        self.leader_epoch_cache = LeaderEpochCache(
-            LeaderEpochCheckpointFile(self.dir / LEADER_EPOCH_CHECKPOINT)
-        )
+        # Log.open reads the checkpoint; a bare constructor does no file I/O.
+        self.leader_epoch_cache = epoch_cache or LeaderEpochCache(None)
         self.producer_state = ProducerStateManager()
         self.recovery_point = min(recovery_point, self.log_end_offset)
         self.high_watermark = self.log_start_offset
         self._closed = False
+        self._generation = 0  # bumped by every truncation (FlushJob ordering)
+        self.flush_wanted = 0  # offset below which a deferred roll flush is still owed
         # Set on the first I/O error: like Kafka taking the log dir offline, the log refuses
         # further work until the broker restarts and recovers it.
         self.offline_reason: str | None = None
+        # Wall clock for the LogValidator's timestamp window (record timestamps are wall time).
+        self.wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)
 
     # --- opening ---------------------------------------------------------------------
 
@@ -174,7 +185,10 @@ class Log:
         if not segments:
             segments.append(LogSegment(dir, 0, config.index_interval_bytes))
             fsync_dir(dir)
-        log = cls(dir, config, segments, recovery_point)
+        epoch_cache = LeaderEpochCache(LeaderEpochCheckpointFile(dir / LEADER_EPOCH_CHECKPOINT))
+        log = cls(dir, config, segments, recovery_point, epoch_cache)
+        log._start_offset = _read_start_offset(dir / LOG_START_OFFSET_FILE)
+        log.high_watermark = log.log_start_offset
         if had_clean_shutdown:
             log.recovery_point = log.log_end_offset
         log.leader_epoch_cache.truncate_from_end(log.log_end_offset)
@@ -194,7 +208,30 @@ class Log:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return min(max(self._segments[0].base_offset, self._start_offset), self.log_end_offset)
+
+    def retention_units(self) -> list[RetentionUnit]:
+        """Every segment but the active one, oldest first (storage/retention.py); the largest
+        timestamp is read from the batch headers, not trusted from memory."""
+        return [RetentionUnit(seg.next_offset, seg.size,
+                              max((h.max_timestamp for h in seg.headers()), default=-1))
+                for seg in self._segments[:-1]]  # fmt: skip
+
+    @_io_guard
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Move the log start to `offset` (capped at the HW); False if it would not move."""
+        self._check_open()
+        offset = min(offset, self.high_watermark)
+        if offset <= self.log_start_offset:
+            return False
+        self._start_offset = offset
+        write_atomically(self.dir / LOG_START_OFFSET_FILE, f"{offset}\n")
+        while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
+            self._segments.pop(0).delete()
+            self._bases.pop(0)
+        self.leader_epoch_cache.truncate_from_start(offset)
+        self.recovery_point = max(self.recovery_point, offset)
+        return True
 
     @property
     def log_end_offset(self) -> int:
@@ -203,26 +240,6 @@ class Log:
     @property
     def size(self) -> int:
         return sum(s.size for s in self._segments)
-
-    @property
-    def latest_epoch(self) -> int | None:
-        return self.leader_epoch_cache.latest_epoch
-
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """(epoch, end offset) for OffsetForLeaderEpoch; see LeaderEpochCache.end_offset_for."""
-        return self.leader_epoch_cache.end_offset_for(epoch, self.log_end_offset)
-
-    def update_high_watermark(self, hw: int) -> int:
-        """Set the HW, clamped to [log_start_offset, LEO]; returns the value stored."""
-        self.high_watermark = max(self.log_start_offset, min(hw, self.log_end_offset))
-        return self.high_watermark
-
-    def maybe_increment_high_watermark(self, hw: int) -> bool:
-        """Move the HW forward only (leader side); True if it moved."""
-        old = self.high_watermark
-        if hw > old:
-            return self.update_high_watermark(hw) > old
-        return False
 
     def _check_open(self) -> None:
         if self._closed:
@@ -233,68 +250,21 @@ class Log:
 
     # --- append ----------------------------------------------------------------------
 
-    def _analyze(
-        self, records: bytes | memoryview, *, leader: bool
-    ) -> list[tuple[BatchHeader, memoryview]]:
-        """Frame and validate every batch before anything is written."""
-        where = f"in append to {self.dir.name}"
-        try:
-            batches = list(iter_batches(records, allow_partial_tail=not leader))
-        except CorruptRecordError as exc:
-            raise type(exc)(f"{exc} {where}") from exc
-        total = sum(h.size for h, _ in batches)
-        if leader and total > self.config.segment_bytes:
-            raise RecordBatchTooLargeError(
-                f"batch size {total} bytes {where} exceeds the segment size "
-                f"{self.config.segment_bytes}"
-            )
-        for h, view in batches:
-            if leader and h.size > self.config.max_batch_bytes:
-                raise RecordBatchTooLargeError(
-                    f"batch at position of baseOffset {h.base_offset} is {h.size} bytes {where}, "
-                    f"above max_batch_bytes {self.config.max_batch_bytes}"
-                )
-            try:
-                validate_batch(view, h)
-            except CorruptRecordError as exc:
-                raise type(exc)(f"{exc} {where}") from exc
-            if leader and h.is_control:
-                raise InvalidRecordError(f"clients may not write control batches {where}")
-            if h.is_transactional and h.producer_id < 0:
-                raise InvalidRecordError(f"transactional batch without a producer id {where}")
-        return batches
+    @property
+    def _limits(self) -> AppendLimits:
+        return AppendLimits.of(self.config, now_ms=self.wall_clock_ms())
 
     @_io_guard
     def append_as_leader(self, records: bytes | memoryview, leader_epoch: int) -> LogAppendInfo:
         self._check_open()
-        batches = self._analyze(records, leader=True)
-        if not batches:
-            raise InvalidRecordError(f"append to {self.dir.name} holds no record batch")
-        first_offset = offset = self.log_end_offset
-        staged = self.producer_state.begin(origin_client=True)
-        out: list[bytes] = []
-        num_records = 0
-        max_ts = -1
-        for h, view in batches:
-            last = offset + h.last_offset_delta
-            try:
-                staged.check_and_update(h, offset, last)
-            except DuplicateSequenceError as dup:
-                if len(batches) == 1:
-                    return LogAppendInfo(dup.first_offset, dup.last_offset, h.records_count,
-                                         h.max_timestamp, duplicate=True)  # fmt: skip
-                raise
-            out.append(stamp_batch(view, offset, leader_epoch))
-            num_records += h.records_count
-            max_ts = max(max_ts, h.max_timestamp)
-            offset = last + 1
-        last_offset = offset - 1
-        latest = self.leader_epoch_cache.latest_epoch
-        if leader_epoch >= 0 and (latest is None or leader_epoch > latest):
-            self.leader_epoch_cache.assign(leader_epoch, first_offset)
-        self._append(b"".join(out), first_offset, last_offset)
-        staged.commit()
-        return LogAppendInfo(first_offset, last_offset, num_records, max_ts)
+        prepared = prepare_leader_append(
+            records, leader_epoch, self.log_end_offset, self._limits, self.dir.name,
+            self.producer_state, self.leader_epoch_cache,
+        )  # fmt: skip
+        if prepared.data:
+            self._append(prepared.data, prepared.info.first_offset, prepared.info.last_offset)
+            prepared.commit()
+        return prepared.info
 
     @_io_guard
     def append_as_follower(self, records: bytes | memoryview) -> LogAppendInfo:
@@ -304,41 +274,14 @@ class Log:
         batch is present nothing happens and first/last offset are -1.
         """
         self._check_open()
-        batches = self._analyze(records, leader=False)
-        if not batches:
-            return LogAppendInfo(-1, -1, 0, -1)
-        leo = self.log_end_offset
-        first_offset = batches[0][0].base_offset
-        if first_offset < leo:
-            raise UnexpectedAppendOffsetError(
-                f"follower append to {self.dir.name} starts at offset {first_offset}, "
-                f"below the log end offset {leo}"
-            )
-        prev_last = first_offset - 1
-        for h, _ in batches:
-            if h.base_offset <= prev_last:
-                raise InvalidRecordError(
-                    f"follower append to {self.dir.name}: batch at offset {h.base_offset} does "
-                    f"not follow offset {prev_last}"
-                )
-            prev_last = h.last_offset
-        staged = self.producer_state.begin(origin_client=False)
-        for h, _ in batches:
-            staged.check_and_update(h, h.base_offset, h.last_offset)
-            epoch = h.partition_leader_epoch
-            latest = self.leader_epoch_cache.latest_epoch
-            if epoch >= 0 and (latest is None or epoch > latest):
-                self.leader_epoch_cache.assign(epoch, h.base_offset)
-        total = sum(h.size for h, _ in batches)
-        data = bytes(memoryview(records)[:total])
-        self._append(data, first_offset, prev_last)
-        staged.commit()
-        return LogAppendInfo(
-            first_offset,
-            prev_last,
-            sum(h.records_count for h, _ in batches),
-            max(h.max_timestamp for h, _ in batches),
-        )
+        prepared = prepare_follower_append(
+            records, self.log_end_offset, self._limits, self.dir.name,
+            self.producer_state, self.leader_epoch_cache,
+        )  # fmt: skip
+        if prepared.data:
+            self._append(prepared.data, prepared.info.first_offset, prepared.info.last_offset)
+            prepared.commit()
+        return prepared.info
 
     def _append(self, data: bytes, first_offset: int, last_offset: int) -> None:
         seg = self.active_segment
@@ -369,7 +312,10 @@ class Log:
 
     def _roll(self, base_offset: int) -> LogSegment:
         # Kafka flushes the finished segment when rolling, so the recovery point advances.
-        self.flush(self.log_end_offset)
+        if self.config.defer_roll_flush:
+            self.flush_wanted = max(self.flush_wanted, self.log_end_offset)
+        else:
+            self.flush(self.log_end_offset)
         return self._add_segment(base_offset)
 
     # --- read ------------------------------------------------------------------------
@@ -384,12 +330,8 @@ class Log:
     ) -> bytes:
         """Whole batches from the one containing `start_offset` (one segment per call)."""
         self._check_open()
+        self.check_read_start(start_offset, self.dir.name)
         leo = self.log_end_offset
-        if start_offset < self.log_start_offset or start_offset > leo:
-            raise OffsetOutOfRangeError(
-                f"offset {start_offset} is out of range for {self.dir.name}: "
-                f"log start offset {self.log_start_offset}, log end offset {leo}"
-            )
         if start_offset == leo or (max_offset is not None and start_offset >= max_offset):
             return b""
         i = bisect.bisect_right(self._bases, start_offset) - 1
@@ -423,10 +365,7 @@ class Log:
             for h, view in self.batches():
                 if best is None or h.max_timestamp > best[0].max_timestamp:
                     best = (h, bytes(view))
-            if best is None:
-                return None
-            rec = next(r for r in decode_records(best[1]) if r.timestamp == best[0].max_timestamp)
-            return TimestampAndOffset(rec.timestamp, rec.offset, best[0].partition_leader_epoch)
+            return None if best is None else _offset_of_max_timestamp(*best)
         for h, view in self.batches():
             if h.max_timestamp >= timestamp:
                 for rec in decode_records(view):
@@ -467,13 +406,19 @@ class Log:
             seg.delete()
         self._segments, self._bases = [], []
         self._add_segment(offset)
+        self._start_offset = offset
+        (self.dir / LOG_START_OFFSET_FILE).unlink(missing_ok=True)
         self.leader_epoch_cache.clear_and_flush()
         self.producer_state.truncate_fully()
         self.high_watermark = offset
         self.recovery_point = offset
+        self.flush_wanted = 0
+        self._generation += 1
 
     def _after_truncation(self) -> None:
+        self._generation += 1
         leo = self.log_end_offset
+        self.flush_wanted = min(self.flush_wanted, leo)
         self.leader_epoch_cache.truncate_from_end(leo)
         self._rebuild_producer_state()
         self.high_watermark = min(self.high_watermark, leo)
@@ -489,14 +434,34 @@ class Log:
     @_io_guard
     def flush(self, up_to: int | None = None) -> None:
         """fsync segments holding offsets in [recovery_point, up_to); advance the recovery point."""
+        job = self.begin_flush(up_to)
+        if job is not None:
+            job.run()
+            self.complete_flush(job)
+
+    @_io_guard
+    def begin_flush(self, up_to: int | None = None) -> FlushJob | None:
         self._check_open()
         target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
         if target <= self.recovery_point:
-            return
-        for seg in self._segments:
-            if seg.base_offset < target and seg.next_offset > self.recovery_point:
-                seg.flush()
-        self.recovery_point = target
+            return None
+        fds = [
+            fd
+            for seg in self._segments
+            if seg.base_offset < target and seg.next_offset > self.recovery_point
+            for fd in seg.dup_fds()
+        ]
+        return FlushJob(target, self._generation, fds)
+
+    def complete_flush(self, job: FlushJob) -> None:
+        if job.error is not None:
+            self.offline_reason = f"flush: {job.error}"
+            raise KafkaStorageError(f"I/O error in flush on {self.dir}: {job.error}")
+        if self._closed or job.generation != self._generation:
+            return  # truncated meanwhile: what was synced may not be this log any more
+        self.recovery_point = max(self.recovery_point, min(job.target, self.log_end_offset))
+        if self.flush_wanted <= self.recovery_point:
+            self.flush_wanted = 0
 
     def close(self) -> None:
         if self._closed:
@@ -517,3 +482,37 @@ class Log:
             f"Log({self.dir.name}, start={self.log_start_offset}, leo={self.log_end_offset}, "
             f"hw={self.high_watermark}, segments={len(self._segments)})"
         )
+
+
+def _read_start_offset(path: Path) -> int:
+    """The log start a DeleteRecords left (0 when none, or the file is unreadable: the first
+    segment's base offset then applies, which only ever exposes more records, never fewer)."""
+    try:
+        return max(int(path.read_text().strip() or 0), 0)
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def _offset_of_max_timestamp(h: BatchHeader, view: bytes) -> TimestampAndOffset:
+    """ListOffsets -3 (KIP-734) within the batch whose header has the log's largest maxTimestamp.
+
+    Kafka answers the first record whose timestamp equals the batch's maxTimestamp
+    (RecordBatch.offsetOfMaxTimestamp); in a LogAppendTime batch every record carries the
+    append time, so that is the first record. Kafka's LogValidator rewrites a CreateTime
+    header's maxTimestamp from the records, so a header that matches none of them never reaches
+    its log; ours may hold one (the header is the client's). Then Kafka's lookup would find
+    nothing, and we answer the first record with the largest timestamp actually in that batch
+    (with that record's timestamp) rather than failing. A record elsewhere in the log with a
+    larger timestamp than this batch's lying header is not searched for.
+    """
+    records = decode_records(view)
+    epoch = h.partition_leader_epoch
+    if not records:
+        return TimestampAndOffset(h.max_timestamp, h.last_offset, epoch)
+    if h.timestamp_type == "LogAppendTime":
+        return TimestampAndOffset(h.max_timestamp, records[0].offset, epoch)
+    for r in records:
+        if r.timestamp == h.max_timestamp:
+            return TimestampAndOffset(r.timestamp, r.offset, epoch)
+    top = max(records, key=lambda r: r.timestamp)  # max() keeps the first of equals
+    return TimestampAndOffset(top.timestamp, top.offset, epoch)

@@ -1,11 +1,15 @@
 """LogManager: all logs of one log directory (Kafka's LogManager, one log dir).
 
 Contract:
-- At construction, every `<topic>-<partition>/` directory is opened. If the
+- `LogManager.open(dir)` opens every `<topic>-<partition>/` directory (the constructor does no
+  file I/O). If the
   `.kafka_cleanshutdown` marker is present the shutdown was clean and no segment is
   re-validated; otherwise each log recovers from its entry in
   `recovery-point-offset-checkpoint` (0 if absent). The marker is then removed, so a crash
-  from here on is seen as unclean at the next start.
+  from here on is seen as unclean at the next start. The marker holds the broker epoch of the
+  process that wrote it (Kafka's CleanShutdownFileHandler, KIP-966): `previous_broker_epoch`
+  is that epoch, or -1 when the marker was missing or unreadable (an unclean shutdown); the
+  broker registers with it so the controller can tell a crash from a clean stop.
 - Each Log's high watermark is initialised from `replication-offset-checkpoint`.
 - `checkpoint_high_watermarks()` / `checkpoint_recovery_points()` rewrite those files
   atomically; `shutdown()` flushes every log, writes both, then writes the marker.
@@ -16,6 +20,7 @@ Contract:
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -37,10 +42,12 @@ _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
 class LogManager:
+    """The file-backed LogStore (storage.replica_log); build it with `LogManager.open`."""
+
     def __init__(self, log_dir: Path, config: LogConfig | None = None) -> None:
+        """State only, no file I/O: `open` loads the directory."""
         self.log_dir = Path(log_dir)
         self.config = config or LogConfig()
-        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.replication_checkpoint = OffsetCheckpointFile(
             self.log_dir / REPLICATION_OFFSET_CHECKPOINT
         )
@@ -51,13 +58,23 @@ class LogManager:
         # What the last replication-offset-checkpoint held: after a crash each log restarts from
         # this HW, not the live one, so scenarios (L2) wait on it, via the admin /state.
         self.checkpointed_high_watermarks: dict[TopicPartition, int] = {}
-        marker = self.log_dir / CLEAN_SHUTDOWN_FILE
-        self.had_clean_shutdown = marker.exists()
-        self._load_logs()
-        if self.had_clean_shutdown:
-            marker.unlink()
-            fsync_dir(self.log_dir)
+        self.had_clean_shutdown = False
+        self.previous_broker_epoch = -1
         self._closed = False
+
+    @classmethod
+    def open(cls, log_dir: Path, config: LogConfig | None = None) -> LogManager:
+        """Open every log in `log_dir` (recovering after an unclean stop)."""
+        mgr = cls(log_dir, config)
+        mgr.log_dir.mkdir(parents=True, exist_ok=True)
+        marker = mgr.log_dir / CLEAN_SHUTDOWN_FILE
+        mgr.had_clean_shutdown = marker.exists()
+        mgr.previous_broker_epoch = _read_marker_epoch(marker) if mgr.had_clean_shutdown else -1
+        mgr._load_logs()
+        if mgr.had_clean_shutdown:
+            marker.unlink()
+            fsync_dir(mgr.log_dir)
+        return mgr
 
     def _load_logs(self) -> None:
         recovery_points = self.recovery_checkpoint.read()
@@ -117,8 +134,14 @@ class LogManager:
     # --- checkpoints -----------------------------------------------------------------
 
     def checkpoint_high_watermarks(self) -> None:
-        hws = {tp: log.high_watermark for tp, log in self._logs.items()}
-        self.replication_checkpoint.write(hws)
+        self.write_high_watermarks(self.snapshot_high_watermarks())
+
+    def snapshot_high_watermarks(self) -> dict[TopicPartition, int]:
+        return {tp: log.high_watermark for tp, log in self._logs.items()}
+
+    def write_high_watermarks(self, hws: dict[TopicPartition, int]) -> None:
+        """Thread-safe: writes the file (atomic rename + fsync) and then publishes `hws`."""
+        self.replication_checkpoint.write(hws)  # type: ignore[arg-type]
         self.checkpointed_high_watermarks = hws
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
@@ -131,8 +154,9 @@ class LogManager:
         for log in self._logs.values():
             log.flush()
 
-    def shutdown(self) -> None:
-        """Flush everything, write both checkpoints, then mark the shutdown clean."""
+    def shutdown(self, broker_epoch: int = -1) -> None:
+        """Flush everything, write both checkpoints, then mark the shutdown clean with the
+        broker's current epoch (-1 outside a cluster)."""
         if self._closed:
             return
         self.flush_all()
@@ -141,6 +165,17 @@ class LogManager:
         for log in self._logs.values():
             log.close()
         marker = self.log_dir / CLEAN_SHUTDOWN_FILE
-        marker.write_bytes(b"")
+        marker.write_text(json.dumps({"version": 0, "broker_epoch": broker_epoch}))
         fsync_dir(self.log_dir)
         self._closed = True
+
+
+def _read_marker_epoch(marker: Path) -> int:
+    """The broker epoch in a clean-shutdown marker; -1 for an empty or foreign marker (a
+    marker without an epoch cannot vouch for the broker's registration)."""
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8") or "{}")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return -1
+    epoch = data.get("broker_epoch") if isinstance(data, dict) else None
+    return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else -1

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gzip
 import struct
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -52,6 +53,13 @@ _PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
 _STAMP = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
+# Bound on one batch's decompressed records (not a Kafka setting: Kafka streams the inner
+# records, this broker holds them in memory while it validates them). 16x message.max.bytes:
+# clients batch about 1 MB before compression (librdkafka's batch.size), so real batches stay
+# far below it, while a decompression bomb costs at most this much memory and CPU.
+DEFAULT_MAX_DECOMPRESSED_BYTES = 16 * 1024 * 1024
+ZSTD_MAX_WINDOW = 1 << 24  # zstd frames asking for a larger window are refused
+_PIECE = 1 << 20  # decompress in pieces of this size, so a bomb never doubles the peak
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -230,7 +238,7 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     raw = 0
     while True:
         if pos >= len(buf):
-            raise CorruptRecordError(f"varint runs past the end of the records at byte {pos}")
+            raise InvalidRecordError(f"varint runs past the end of the records at byte {pos}")
         b = buf[pos]
         pos += 1
         raw |= (b & 0x7F) << shift
@@ -238,7 +246,7 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
             break
         shift += 7
         if shift > 63:
-            raise CorruptRecordError(f"varint longer than 10 bytes ending at byte {pos}")
+            raise InvalidRecordError(f"varint longer than 10 bytes ending at byte {pos}")
     return (raw >> 1) ^ -(raw & 1), pos
 
 
@@ -256,24 +264,99 @@ def _read_bytes(buf: bytes, pos: int, what: str) -> tuple[bytes | None, int]:
     if n < 0:
         return None, pos
     if pos + n > len(buf):
-        raise CorruptRecordError(f"{what} of {n} bytes runs past the end of the records")
+        raise InvalidRecordError(f"{what} of {n} bytes runs past the end of the records")
     return bytes(buf[pos : pos + n]), pos + n
 
 
-def _snappy_decompress(data: bytes) -> bytes:
+class DecompressedTooLargeError(CorruptRecordError):
+    """A compressed batch would expand beyond the limit the caller set."""
+
+
+def _too_large(codec: int, limit: int) -> DecompressedTooLargeError:
+    return DecompressedTooLargeError(
+        f"{COMPRESSION_NAMES[codec]} payload expands beyond the {limit}-byte limit"
+    )
+
+
+def _snappy_decompress(data: bytes, limit: int) -> bytes:
     import cramjam
+
+    def block(raw: bytes, produced: int) -> bytes:
+        # The raw format starts with the uncompressed length: check it before decoding,
+        # so a lying header cannot make the native decoder allocate.
+        if int(cramjam.snappy.decompress_raw_len(raw)) > limit - produced:
+            raise _too_large(COMPRESSION_SNAPPY, limit)
+        return bytes(cramjam.snappy.decompress_raw(raw))
 
     if data.startswith(_XERIAL_MAGIC):
         # xerial framing: 8-byte magic, version i32, compatible i32, then [len i32][block]...
         out = bytearray()
         pos = 16
         while pos < len(data):
+            if len(data) - pos < 4:
+                raise CorruptRecordError(f"xerial snappy block header truncated at byte {pos}")
             (n,) = struct.unpack_from(">i", data, pos)
             pos += 4
-            out += bytes(cramjam.snappy.decompress_raw(data[pos : pos + n]))
+            if n < 0 or pos + n > len(data):
+                raise CorruptRecordError(
+                    f"xerial snappy block of {n} bytes at byte {pos}, {len(data) - pos} left"
+                )
+            out += block(data[pos : pos + n], len(out))
             pos += n
         return bytes(out)
-    return bytes(cramjam.snappy.decompress_raw(data))
+    return block(data, 0)
+
+
+def _gzip_decompress(data: bytes, limit: int) -> bytes | bytearray:
+    out = bytearray()
+    rest = data
+    while rest:  # a gzip stream may hold several members, as GZIPInputStream reads them
+        d = zlib.decompressobj(31)
+        chunk = rest
+        while not d.eof:
+            # Pieces of at most 1 MiB (max_length >= 1: 0 would mean unlimited).
+            piece = d.decompress(chunk, min(_PIECE, limit + 1 - len(out)))
+            out += piece
+            if len(out) > limit:
+                raise _too_large(COMPRESSION_GZIP, limit)
+            chunk = d.unconsumed_tail
+            if not chunk and not piece:
+                break
+        if not d.eof:
+            raise CorruptRecordError("gzip stream ends before its end marker")
+        rest = d.unused_data
+    return out  # no final copy: peak memory stays one buffer
+
+
+def _lz4_decompress(data: bytes, limit: int) -> bytes | bytearray:
+    import lz4.frame
+
+    d = lz4.frame.LZ4FrameDecompressor()
+    out = bytearray(d.decompress(data, max_length=min(_PIECE, limit + 1)))
+    while len(out) <= limit and not d.eof and not d.needs_input:
+        out += d.decompress(b"", max_length=min(_PIECE, limit + 1 - len(out)))
+    if len(out) > limit:
+        raise _too_large(COMPRESSION_LZ4, limit)
+    if not d.eof:
+        raise CorruptRecordError("lz4 frame ends before its end mark")
+    return out  # no final copy: peak memory stays one buffer
+
+
+def _zstd_decompress(data: bytes, limit: int) -> bytes | bytearray:
+    import zstandard
+
+    # Kafka's zstd frames may omit the content size; stream with a bounded window and output.
+    d = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
+    out = bytearray()
+    with d.stream_reader(data, read_across_frames=True) as reader:
+        while True:
+            chunk = reader.read(min(_PIECE, limit + 1 - len(out)))
+            if not chunk:
+                break
+            out += chunk
+            if len(out) > limit:
+                raise _too_large(COMPRESSION_ZSTD, limit)
+    return out  # no final copy: peak memory stays one buffer
 
 
 def _snappy_compress(data: bytes) -> bytes:
@@ -284,22 +367,22 @@ def _snappy_compress(data: bytes) -> bytes:
     return _XERIAL_MAGIC + struct.pack(">ii", 1, 1) + struct.pack(">i", len(block)) + block
 
 
-def decompress(codec: int, data: bytes) -> bytes:
+def decompress(
+    codec: int, data: bytes, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+) -> bytes | bytearray:
+    """Decompress a batch's records, never producing (or allocating) more than `limit` bytes:
+    every codec is streamed with an output bound, none is a one-shot native call trusting a
+    size the payload claims."""
     if codec == COMPRESSION_NONE:
         return data
     if codec == COMPRESSION_GZIP:
-        return gzip.decompress(data)
+        return _gzip_decompress(data, limit)
     if codec == COMPRESSION_SNAPPY:
-        return _snappy_decompress(data)
+        return _snappy_decompress(data, limit)
     if codec == COMPRESSION_LZ4:
-        import lz4.frame
-
-        return lz4.frame.decompress(data)
+        return _lz4_decompress(data, limit)
     if codec == COMPRESSION_ZSTD:
-        import zstandard
-
-        # Kafka's zstd frames may omit the content size; stream-decompress.
-        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+        return _zstd_decompress(data, limit)
     raise CorruptRecordError(f"unknown compression codec {codec} in batch attributes")
 
 
@@ -321,28 +404,35 @@ def compress(codec: int, data: bytes) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
-def decode_records(view: bytes | memoryview) -> list[Record]:
-    """Decode every record of one batch (decompressing if needed)."""
+def decode_records(
+    view: bytes | memoryview, limit: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+) -> list[Record]:
+    """Decode every record of one batch (decompressing at most `limit` bytes).
+
+    CorruptRecordError when the payload does not decompress; InvalidRecordError (its subclass)
+    when the records do not parse: a length or count past the end, a negative header count, a
+    null header key, or bytes left after recordsCount records (Kafka's DefaultRecord rules).
+    """
     h = parse_header(view)
     body = bytes(memoryview(view)[RECORD_BATCH_OVERHEAD : h.size])
     try:
-        body = decompress(h.compression, body)
-    except CorruptRecordError:
-        raise
+        body = decompress(h.compression, body, limit)
+    except CorruptRecordError as exc:
+        raise type(exc)(f"{exc} (batch at baseOffset {h.base_offset})") from exc
     except Exception as exc:  # codec libraries raise their own types
         raise CorruptRecordError(
             f"cannot decompress {COMPRESSION_NAMES.get(h.compression)} batch at baseOffset "
-            f"{h.base_offset}: {exc}"
+            f"{h.base_offset}: {type(exc).__name__}: {exc}"
         ) from exc
     records: list[Record] = []
     pos = 0
+    where = f"batch at baseOffset {h.base_offset}"
     for i in range(h.records_count):
         length, pos = _read_varint(body, pos)
         end = pos + length
-        if length < 0 or end > len(body):
-            raise CorruptRecordError(
-                f"record {i} of batch at baseOffset {h.base_offset} has length {length}, "
-                f"only {len(body) - pos} bytes left"
+        if length < 1 or end > len(body):
+            raise InvalidRecordError(
+                f"record {i} of {where} has length {length}, only {len(body) - pos} bytes left"
             )
         pos += 1  # record attributes, unused
         ts_delta, pos = _read_varint(body, pos)
@@ -350,15 +440,19 @@ def decode_records(view: bytes | memoryview) -> list[Record]:
         key, pos = _read_bytes(body, pos, "key")
         value, pos = _read_bytes(body, pos, "value")
         n_headers, pos = _read_varint(body, pos)
+        if n_headers < 0 or n_headers > (end - pos) // 2:
+            raise InvalidRecordError(f"record {i} of {where}: invalid header count {n_headers}")
         headers: list[tuple[str, bytes | None]] = []
-        for _ in range(max(n_headers, 0)):
+        for _ in range(n_headers):
             hk, pos = _read_bytes(body, pos, "header key")
+            if hk is None:
+                raise InvalidRecordError(f"record {i} of {where}: null header key")
             hv, pos = _read_bytes(body, pos, "header value")
-            headers.append(((hk or b"").decode("utf-8", "replace"), hv))
+            headers.append((hk.decode("utf-8", "replace"), hv))
         if pos != end:
-            raise CorruptRecordError(
-                f"record {i} of batch at baseOffset {h.base_offset}: length says {length} "
-                f"bytes, fields used {length + pos - end}"
+            raise InvalidRecordError(
+                f"record {i} of {where}: length says {length} bytes, fields used "
+                f"{length + pos - end}"
             )
         seq = (
             NO_SEQUENCE
@@ -367,6 +461,10 @@ def decode_records(view: bytes | memoryview) -> list[Record]:
         )
         records.append(
             Record(h.base_offset + off_delta, h.base_timestamp + ts_delta, key, value, headers, seq)
+        )
+    if pos != len(body):
+        raise InvalidRecordError(
+            f"{where}: {len(body) - pos} bytes left after its {h.records_count} records"
         )
     return records
 

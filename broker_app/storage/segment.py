@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CorruptRecordError, KafkaStorageError
+from .file_cache import CachedFile
 from .index import IndexCorruptError, OffsetIndex
 from .records import (
     LOG_OVERHEAD,
@@ -60,13 +61,21 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         self.log_path = self.dir / segment_file_name(base_offset, ".log")
         self.index_path = self.dir / segment_file_name(base_offset, ".index")
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        # Opened on demand through the bounded fd cache (file_cache.py); touched now so the
+        # file exists from construction on, as before.
+        self._file = CachedFile(self.log_path)
         self.size = os.fstat(self._fd).st_size
         self.index = OffsetIndex(self.index_path, base_offset)
         self._bytes_since_last_index_entry = 0
         self.next_offset = base_offset  # exact after load()/recover()/append
         self.max_timestamp = -1
         self.truncated_on_open = 0  # bytes cut by open() when the file did not frame cleanly
+
+    @property
+    def _fd(self) -> int:
+        """An open descriptor for immediate use (never kept: the cache may close it), -1 once
+        the segment is closed."""
+        return self._file.fd
 
     # --- opening ---------------------------------------------------------------------
 
@@ -305,13 +314,17 @@ class LogSegment:
         return self.size == 0
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        with self._file.pinned() as fd:  # safe if a caller runs it off the event loop
+            os.fsync(fd)
         self.index.flush()
 
+    def dup_fds(self) -> list[int]:
+        """Duplicates of the log and index descriptors, for an fsync in another thread (the
+        caller closes them; they stay valid if this segment is closed or deleted meanwhile)."""
+        return [os.dup(self._fd), self.index.dup_fd()]
+
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._file.close()
         self.index.close()
 
     def delete(self) -> None:

@@ -15,13 +15,14 @@ import json
 import os
 import pstats
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from harness.localproc import free_port, wait_listening
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,25 +61,6 @@ def _cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"broker exited early with code {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
 
 
 def _percentile(sorted_values: list[float], q: float) -> float:
@@ -149,7 +131,7 @@ def _run_broker(cmd: list[str], port: int, target: str, args: argparse.Namespace
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log)
     try:
-        _wait_port(port, proc)
+        wait_listening(port, proc, 30.0, "broker")
         cpu_before = _cpu_seconds(proc.pid)
         result = drive(f"127.0.0.1:{port}", target, args)
         result.broker_cpu_s = round(_cpu_seconds(proc.pid) - cpu_before, 2)
@@ -170,7 +152,7 @@ def _run_broker(cmd: list[str], port: int, target: str, args: argparse.Namespace
 def run(args: argparse.Namespace) -> int:
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="hw-bench-") as tmp:
-        port = _free_port()
+        port = free_port()
         prof = Path(tmp) / "broker.prof"
         cmd = [sys.executable]
         if args.profile:
@@ -178,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         cmd += ["-m", "broker_app.server.main", "--node-id", "1", "--port", str(port),
                 "--data-dir", str(Path(tmp) / "data"), "--log-level", "WARNING"]  # fmt: skip
         results.append(_run_broker(cmd, port, "broker", args))
-        port = _free_port()
+        port = free_port()
         null_cmd = [sys.executable, "-m", "broker_app.server.null_broker", "--port", str(port)]
         results.append(_run_broker(null_cmd, port, "null-broker", args))
         print(

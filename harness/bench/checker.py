@@ -2,8 +2,11 @@
 
 For each size: write a synthetic history (fast string writer, no per-op json.dumps) with a few
 injected lost writes, then check it with `check_runs` (the code path of `highwater check`) in a
-fresh process with Spark local[*]. Reports ops/s, peak RSS of the checking process tree (Python
-driver + JVM), the checker's phase timings, and the slowest Spark stages from Spark's event log.
+fresh process with Spark local[*], and with the plain single-threaded reference implementation
+(`harness.bench.reference_checker`) in another fresh process, one after the other. Reports, side
+by side, wall time (Spark's including JVM and session start), ops/s, peak RSS of each process
+tree (Python driver + JVM), the ratio reference / Spark, whether both found the same anomaly
+tables, the checker's phase timings and the slowest Spark stages from Spark's event log.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ from pathlib import Path
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sizes", default="100000,1000000", help="comma-separated op counts")
     parser.add_argument("--partitions", type=int, default=8, help="topic partitions")
-    parser.add_argument("--driver-memory", default="4g", help="spark.driver.memory")
+    parser.add_argument("--driver-memory", default="3g", help="spark.driver.memory")
     parser.add_argument("--keep", action="store_true", help="keep the generated histories")
     parser.add_argument("--workdir", default=None, help="where to write histories (default tmp)")
+    parser.add_argument("--no-reference", action="store_true", help="skip the reference run")
     parser.add_argument("--_one", default=None, help=argparse.SUPPRESS)  # child: check one dir
+    parser.add_argument("--_ref", default=None, help=argparse.SUPPRESS)  # child: reference
 
 
 # ---------------------------------------------------------------- synthetic histories
@@ -214,13 +219,46 @@ def _check_one(run_dir: str, driver_memory: str) -> int:
     summary = {"startup": startup, "timings": timings, "stages": stages_all[:8]}
     summary["stages_all"] = [{"cpu_seconds": s["cpu_seconds"]} for s in stages_all]
     summary["anomalies"] = {k: v["count"] for k, v in res["anomalies"].items() if v["count"]}
+    summary["tables"] = {"anomalies": res["anomalies"], "stats": res["stats"]}
     print(json.dumps(summary))
     return 0
+
+
+def _reference_one(run_dir: str) -> int:
+    """Child process: the plain single-threaded reference on one history, result as JSON."""
+    from harness.bench.reference_checker import reference_check
+
+    t0 = time.perf_counter()
+    tables = reference_check(Path(run_dir) / "history.jsonl")
+    print(json.dumps({"seconds": time.perf_counter() - t0, "tables": tables}))
+    return 0
+
+
+def _measure(cmd: list[str]) -> tuple[dict | None, float, int, str]:
+    """Run a child, sampling its tree's RSS: (last JSON line, wall s, peak KiB, stdout)."""
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    peak, stop = [0], threading.Event()
+    sampler = threading.Thread(target=_sample, args=(child.pid, peak, stop), daemon=True)
+    sampler.start()
+    t1 = time.perf_counter()
+    try:
+        stdout, _ = child.communicate(timeout=3 * 3600)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        stdout, _ = child.communicate(timeout=60)
+    wall = time.perf_counter() - t1
+    stop.set()
+    sampler.join(timeout=5)
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
+    info = json.loads(lines[-1]) if child.returncode == 0 and lines else None
+    return info, wall, peak[0], stdout
 
 
 def run(args: argparse.Namespace) -> int:
     if args._one:
         return _check_one(args._one, args.driver_memory)
+    if args._ref:
+        return _reference_one(args._ref)
     sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
     base = Path(args.workdir or tempfile.mkdtemp(prefix="hw-bench-checker-"))
     base.mkdir(parents=True, exist_ok=True)
@@ -232,29 +270,32 @@ def run(args: argparse.Namespace) -> int:
         gen_s = time.perf_counter() - t0
         size_mb = (run_dir / "history.jsonl").stat().st_size / 1e6
         print(f"size {n:>11,}: generated {gen['ops']:,} ops ({size_mb:.0f} MB) in {gen_s:.1f}s")
-        cmd = [sys.executable, "-m", "harness.bench.checker", "--_one", str(run_dir)]
-        cmd += ["--driver-memory", args.driver_memory]
-        # Run the check in a child so peak memory is that of one check, JVM included.
-        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-        peak, stop = [0], threading.Event()
-        sampler = threading.Thread(target=_sample, args=(child.pid, peak, stop), daemon=True)
-        sampler.start()
-        t1 = time.perf_counter()
-        stdout, _ = child.communicate(timeout=3 * 3600)
-        wall = time.perf_counter() - t1
-        stop.set()
-        sampler.join(timeout=5)
-        lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
-        if child.returncode != 0 or not lines:
-            print(f"  check failed (exit {child.returncode}): {stdout.strip()[-500:]}")
+        me = [sys.executable, "-m", "harness.bench.checker"]
+        # Each check in its own child: peak memory is that of one check, JVM included.
+        info, wall, peak, stdout = _measure(
+            [*me, "--_one", str(run_dir), "--driver-memory", args.driver_memory]
+        )
+        if info is None or "error" in info:
+            print(f"  check failed: {stdout.strip()[-500:]}")
             return 2
-        info = json.loads(lines[-1])
         t = info["timings"]
         print(
-            f"  check {t['total']:.1f}s (+{info['startup']:.1f}s Spark start, {wall:.1f}s wall): "
-            f"{gen['ops'] / t['total']:,.0f} ops/s; peak RSS {peak[0] / 1024:,.0f} MiB "
+            f"  spark     {wall:6.1f}s wall ({info['startup']:.1f}s Spark start, {t['total']:.1f}s "
+            f"check): {gen['ops'] / wall:,.0f} ops/s; peak RSS {peak / 1024:,.0f} MiB "
             f"(driver+JVM); lost writes injected {gen['lost']}, found {info['anomalies']}"
         )
+        if not args.no_reference:
+            ref, ref_wall, ref_peak, out = _measure([*me, "--_ref", str(run_dir)])
+            if ref is None:
+                print(f"  reference failed: {out.strip()[-500:]}")
+                return 2
+            same = ref["tables"] == info["tables"]
+            print(
+                f"  reference {ref_wall:6.1f}s wall (single-threaded Python): "
+                f"{gen['ops'] / ref_wall:,.0f} ops/s; peak RSS {ref_peak / 1024:,.0f} MiB; "
+                f"ratio reference/spark {ref_wall / wall:.2f}x; "
+                f"same anomaly tables: {'yes' if same else 'NO'}"
+            )
         cpu = sum(s["cpu_seconds"] for s in info["stages_all"])
         phases = ", ".join(f"{k} {v:.1f}s" for k, v in t.items() if k != "total")
         phases += f"; {len(info['stages_all'])} stages, {cpu:.1f}s executor cpu in all"

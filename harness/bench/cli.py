@@ -11,6 +11,11 @@ TARGETS: dict[str, tuple[str, str]] = {
     "cluster": ("harness.bench.cluster", "3 brokers RF=3, acks=all/1 vs single node"),
     "checker": ("harness.bench.checker", "checker throughput and memory on synthetic histories"),
     "proxy": ("harness.bench.proxy", "cluster cold start; produce through Toxiproxy vs direct"),
+    "crash": ("harness.bench.crash", "issue 18 crash probe: kill leader/controller, re-led time, "
+              "idle CPU, SIGTERM, acks=all lost"),
+    "fuzz": ("harness.bench.fuzz", "protocol fuzzer: mutated requests beside a good producer"),
+    "startup": ("harness.bench.startup", "broker start-up on 10,000 partitions, low fd ulimit"),
+    "sim": ("harness.bench.sim", "simulated schedules per minute (3 brokers, random nemesis)"),
 }
 
 

@@ -20,7 +20,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from harness.bench.broker import REPO, Result, _free_port, _wait_port, drive
+from harness.bench.broker import REPO, Result, drive
+from harness.localproc import free_port, wait_listening
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +37,7 @@ def _start(cmd: list[str], port: int, procs: list[subprocess.Popen], log: Path) 
     with open(log, "ab") as f:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=f)
     procs.append(proc)
-    _wait_port(port, proc)
+    wait_listening(port, proc, 30.0, "broker")
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:
@@ -76,20 +77,20 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="hw-bench-cluster-") as tmp:
         base = Path(tmp)
         try:
-            port = _free_port()
+            port = free_port()
             _start([py, "-m", "broker_app.server.main", "--node-id", "1", "--port", str(port),
                     "--data-dir", str(base / "single"), "--log-level", "WARNING"],
                    port, procs, base / "single.log")  # fmt: skip
             results.append(drive(f"127.0.0.1:{port}", "single acks=1", _case(args, "1")))
             _stop(procs)
             procs.clear()
-            cport = _free_port()
+            cport = free_port()
             _start([py, "-m", "broker_app.controller.main", "--port", str(cport),
                     "--data-dir", str(base / "controller"), "--log-level", "WARNING"],
                    cport, procs, base / "controller.log")  # fmt: skip
             ports = []
             for i in (1, 2, 3):
-                port = _free_port()
+                port = free_port()
                 ports.append(port)
                 _start([py, "-m", "broker_app.server.main", "--node-id", str(i),
                         "--port", str(port), "--data-dir", str(base / f"b{i}"),

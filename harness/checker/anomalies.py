@@ -1,10 +1,18 @@
-"""HISTORY.md's validity checks and anomalies as Spark DataFrame operations.
+"""HISTORY.md's validity checks and anomalies as Spark DataFrame operations, on flat events.
 
-Contract: every function takes DataFrames that carry a `run` column (one history per run, many
-runs checked together) and returns a DataFrame; nothing here collects rows. The result of
-`anomaly_rows` has one row per counted anomaly unit (send, (p, offset), value, occurrence…):
-`run, anomaly, p, acks, key, ex` where `ex` is the list of history indexes involved and `key`
-orders examples (earliest first). `acks` is set only for lost-write (for stats.lost_by_acks).
+Contract: `events(raw)` turns the parsed history lines (`history_schema()`, with a `file` column)
+into ONE flat table, parsed once and cached by the caller: a row per op (`kind` 0) and a row
+per record of an ok poll (`kind` 1), with small integer codes instead of strings (TYPE, F, ACKS)
+and `rid`, a 64-bit hash of the history's path, as the run id. Everything else reads that table:
+- `run_stats(ev)`: one row per run: counts for stats, index span and row problems (validation);
+- `order_problems(ev)`: (rid, n) for runs whose ops break pairing or repeat a send value;
+- `anomaly_rows(part)`: on the table repartitioned by (rid, topic, partition) (`by_partition`),
+  one row per counted anomaly unit: rid, anomaly, topic, partition, acks, key, ex, where `ex`
+  lists the history indexes involved and `key` orders examples (earliest first); `acks` is set
+  only for lost-write (for stats.lost_by_acks).
+Every anomaly is per topic-partition (HISTORY.md), so after that one shuffle every aggregation,
+window and join below runs inside its partition: no further exchange of the events.
+Nothing here collects rows.
 """
 
 from __future__ import annotations
@@ -14,40 +22,22 @@ from pyspark.sql import functions as F
 
 from harness.checker.history import ACKS, NEMESIS, PHASES, TYPES
 
-_SEND, _POLL = "send", "poll"
+# Codes of the flat table (tinyint): type, f and acks as small integers.
+TYPE = {t: i for i, t in enumerate(TYPES)}  # invoke 0, ok 1, fail 2, info 3
+F_SEND, F_POLL, F_OTHER = 0, 1, 2
+ACKS_CODE = {a: i for i, a in enumerate(ACKS)}  # "0" 0, "1" 1, "all" 2
+OP, RECORD = 0, 1
 _EX_MAX = 10
+PART = ["rid", "topic", "partition"]
+
+c = F.col
 
 
-def _pname(topic: Column, partition: Column) -> Column:
-    return F.concat(topic, F.lit("-"), partition.cast("string"))
-
-
-def prepare(raw: DataFrame) -> DataFrame:
-    """Typed ops: `value_raw` as read, `value` as a long for sends, `p` = `<topic>-<partition>`."""
-    is_send = (F.col("f") == _SEND) & (F.col("process") != NEMESIS)
-    return raw.select(
-        "run",
-        "index",
-        "time",
-        "process",
-        "type",
-        "f",
-        "topic",
-        "partition",
-        F.col("value").alias("value_raw"),
-        F.when(is_send, F.col("value").try_cast("long")).alias("value"),
-        "acks",
-        "offset",
-        "error",
-        "final",
-        "records",
-        "phase",
-        "_corrupt_record",
-        _pname(F.col("topic"), F.col("partition")).alias("p"),
-    )
-
-
-# ---------------------------------------------------------------- validation
+def _code(col: Column, table: dict[str, int]) -> Column:
+    out = F.lit(None).cast("tinyint")
+    for name, code in table.items():
+        out = F.when(col == name, F.lit(code).cast("tinyint")).otherwise(out)
+    return out
 
 
 def _first_problem(*checks: tuple[Column, str]) -> Column:
@@ -58,24 +48,13 @@ def _first_problem(*checks: tuple[Column, str]) -> Column:
     return out
 
 
-def row_problems(ops: DataFrame) -> DataFrame:
-    """(run, index, why) for lines that break HISTORY.md on their own."""
-    c = F.col
+def row_problem(value: Column) -> Column:
+    """Why a parsed line breaks HISTORY.md on its own (null when it does not); `value` = long.
+    Poll records are checked on their own rows (`events`), without a per-line array scan."""
     client = c("process") != NEMESIS
-    send = client & (c("f") == _SEND)
-    poll = client & (c("f") == _POLL)
-    bad_record = F.exists(
-        c("records"),
-        lambda r: (
-            r["topic"].isNull()
-            | r["partition"].isNull()
-            | (r["partition"] < 0)
-            | r["offset"].isNull()
-            | (r["offset"] < 0)
-            | r["value"].isNull()
-        ),
-    )
-    why = _first_problem(
+    send = client & (c("f") == "send")
+    poll = client & (c("f") == "poll")
+    return _first_problem(
         (c("_corrupt_record").isNotNull(), "bad JSON or a field of the wrong type"),
         (c("index").isNull(), "index missing"),
         (c("time").isNull() | (c("time") < 0), "time missing or negative"),
@@ -85,11 +64,11 @@ def row_problems(ops: DataFrame) -> DataFrame:
         (c("f").isNull(), "f missing"),
         (~client & (c("type") != "info"), "nemesis ops must be info"),
         (~client & (c("phase").isNull() | ~c("phase").isin(*PHASES)), "nemesis phase invalid"),
-        (client & ~c("f").isin(_SEND, _POLL), "client f must be send or poll"),
+        (client & ~c("f").isin("send", "poll"), "client f must be send or poll"),
         (send & (c("topic").isNull() | c("partition").isNull()), "send topic/partition missing"),
         (send & (c("partition") < 0), "send partition negative"),
         (
-            send & (c("value").isNull() | ~c("value_raw").rlike("^-?[0-9]+$")),
+            send & (value.isNull() | ~c("value").rlike("^-?[0-9]+$")),
             "send value must be an integer",
         ),
         (send & (c("acks").isNull() | ~c("acks").isin(*ACKS)), "send acks invalid"),
@@ -101,256 +80,271 @@ def row_problems(ops: DataFrame) -> DataFrame:
         (send & c("type").isin("fail", "info") & c("error").isNull(), "send error missing"),
         (poll & c("final").isNull(), "poll final missing"),
         (poll & (c("type") == "ok") & c("records").isNull(), "ok poll needs records"),
-        (poll & (c("type") == "ok") & bad_record, "poll record invalid"),
-    )
-    return ops.select("run", "index", why.alias("why")).filter(F.col("why").isNotNull())
-
-
-def paired(ops: DataFrame) -> DataFrame:
-    """Client ops (narrow, no records) with the previous op of the same process: prev_*."""
-    w = Window.partitionBy("run", "process").orderBy("index")
-    return (
-        ops.filter((F.col("process") != NEMESIS) & F.col("index").isNotNull())
-        .select("run", "process", "index", "type", "f", "p", "value", "acks", "offset")
-        .withColumn("prev_type", F.lag("type").over(w))
-        .withColumn("prev_f", F.lag("f").over(w))
-        .withColumn("prev_index", F.lag("index").over(w))
     )
 
 
-def pairing_problems(pairs: DataFrame) -> DataFrame:
-    c = F.col
-    why = _first_problem(
+def events(raw: DataFrame) -> DataFrame:
+    """The flat table: rid, file, kind, index, process, type, f, final, acks, bad, pos, topic,
+    partition, offset, value. `process` is -1 for nemesis ops; record rows carry their poll's
+    index, process, type, f and final, and the record's pos, topic, partition, offset, value.
+
+    Built with plain expressions only (no lambdas: Spark evaluates higher-order functions
+    without code generation, which made this step 10x slower): the op itself becomes element 0
+    of an array that continues with the poll's records, and one posexplode makes the rows."""
+    client = c("process") != NEMESIS
+    is_send = client & (c("f") == "send")
+    value = F.when(is_send, c("value").try_cast("long"))
+    rec_type = "struct<topic:string,partition:int,offset:bigint,value:bigint>"
+    op = F.struct(c("topic"), c("partition"), c("offset"), value.alias("value"))
+    ok_poll = client & (c("f") == "poll") & (c("type") == "ok")
+    recs = F.coalesce(F.when(ok_poll, c("records")), F.array().cast(f"array<{rec_type}>"))
+    e = c("e")
+    record = c("pos0") > 0
+    bad_record = record & (
+        e["topic"].isNull()
+        | e["partition"].isNull()
+        | (e["partition"] < 0)
+        | e["offset"].isNull()
+        | (e["offset"] < 0)
+        | e["value"].isNull()
+    )
+    return raw.select(
+        F.xxhash64("file").alias("rid"),
+        "file",
+        "index",
+        F.when(~client, F.lit(-1)).otherwise(c("process").try_cast("int")).alias("process"),
+        _code(c("type"), TYPE).alias("type"),
+        F.when(c("f") == "send", F.lit(F_SEND))
+        .when(c("f") == "poll", F.lit(F_POLL))
+        .otherwise(F.lit(F_OTHER))
+        .cast("tinyint")
+        .alias("f"),
+        "final",
+        _code(c("acks"), ACKS_CODE).alias("acks"),
+        row_problem(value).isNotNull().alias("bad_op"),
+        F.posexplode(F.concat(F.array(op), recs)).alias("pos0", "e"),
+    ).select(
+        "rid", "file", "index", "process", "type", "f", "final", "acks",
+        (F.when(record, F.lit(False)).otherwise(c("bad_op")) | bad_record).alias("bad"),
+        F.when(record, F.lit(RECORD)).otherwise(F.lit(OP)).cast("tinyint").alias("kind"),
+        (c("pos0") - 1).alias("pos"),
+        e["topic"].alias("topic"), e["partition"].alias("partition"),
+        e["offset"].alias("offset"), e["value"].alias("value"),
+    )  # fmt: skip
+
+
+def _n(cond: Column) -> Column:
+    return F.sum(F.when(cond, 1).otherwise(0))
+
+
+def run_stats(ev: DataFrame) -> DataFrame:
+    """Per run: file, stats counts, index span of the ops and the number of bad lines."""
+    op = c("kind") == OP
+    client = op & (c("process") >= 0)
+    send, poll = client & (c("f") == F_SEND), client & (c("f") == F_POLL)
+    # Grouped by file too (rid is its hash): a string aggregate would force a sort-based plan.
+    return ev.groupBy("rid", "file").agg(
+        _n(op).alias("n"),
+        F.count(F.when(op, c("index"))).alias("n_index"),
+        F.min(F.when(op, c("index"))).alias("lo"),
+        F.max(F.when(op, c("index"))).alias("hi"),
+        _n(c("bad")).alias("bad"),
+        _n(send & (c("type") == TYPE["invoke"])).alias("sends"),
+        _n(send & (c("type") == TYPE["ok"])).alias("acked"),
+        _n(send & (c("type") == TYPE["fail"])).alias("failed"),
+        _n(send & (c("type") == TYPE["info"])).alias("info"),
+        _n(poll & (c("type") == TYPE["invoke"])).alias("polls"),
+    )
+
+
+def order_problems(ev: DataFrame) -> DataFrame:
+    """(rid, n) for runs where a process's ops do not pair up (invoke, completion, invoke…; a
+    completion has its invoke's f) or a send value is invoked twice (the checks identify a
+    message by its value). File order itself is the plain validator's job."""
+    ops = ev.filter((c("kind") == OP) & (c("process") >= 0) & c("index").isNotNull())
+    w = Window.partitionBy("rid", "process").orderBy("index")
+    invoke = TYPE["invoke"]
+    prev_type, prev_f = F.lag("type").over(w), F.lag("f").over(w)
+    paired = ops.select(
+        "rid",
         (
-            (c("type") == "invoke") & (c("prev_type") == "invoke"),
-            "invoke while the process has an op in flight",
-        ),
-        (
-            (c("type") != "invoke") & (c("prev_type").isNull() | (c("prev_type") != "invoke")),
-            "completion without an invoke of its process",
-        ),
-        ((c("type") != "invoke") & (c("prev_f") != c("f")), "completion f differs from its invoke"),
-        (c("prev_index") == c("index"), "index repeated"),
+            ((c("type") == invoke) & (prev_type == invoke))
+            | ((c("type") != invoke) & (prev_type.isNull() | (prev_type != invoke)))
+            | ((c("type") != invoke) & (prev_f != c("f")))
+            | (F.lag("index").over(w) == c("index"))
+        ).alias("bad"),
+    ).filter(c("bad"))
+    twice = (
+        ops.filter((c("f") == F_SEND) & (c("type") == invoke) & c("value").isNotNull())
+        .groupBy("rid", "value")
+        .count()
+        .filter(c("count") > 1)
     )
-    return pairs.select("run", "index", why.alias("why")).filter(F.col("why").isNotNull())
-
-
-def duplicate_value_problems(pairs: DataFrame) -> DataFrame:
-    """Send values must be unique within a run (the checks identify a message by its value)."""
-    invokes = pairs.filter(
-        (F.col("f") == _SEND) & (F.col("type") == "invoke") & F.col("value").isNotNull()
-    )
-    return (
-        invokes.groupBy("run", "value")
-        .agg(F.count("*").alias("n"), F.max("index").alias("index"))
-        .filter(F.col("n") > 1)
-        .select("run", "index", F.lit("send value sent more than once").alias("why"))
-    )
-
-
-def index_problems(ops: DataFrame) -> DataFrame:
-    """Indexes must span 0..n-1. Repeats are caught within a process (pairing_problems); exact
-    file order is the plain validator's job: a global sort here would cost a full shuffle."""
-    agg = ops.groupBy("run").agg(
-        F.count("*").alias("n"),
-        F.count("index").alias("n_index"),
-        F.min("index").alias("lo"),
-        F.max("index").alias("hi"),
-    )
-    bad = (F.col("n") != F.col("n_index")) | (F.col("lo") != 0) | (F.col("hi") != F.col("n") - 1)
-    return agg.filter(bad).select(
-        "run", F.lit(None).cast("long").alias("index"), F.lit("indexes are not 0..n-1").alias("why")
-    )
-
-
-# ---------------------------------------------------------------- stats
-
-
-def stats(pairs: DataFrame) -> DataFrame:
-    """Per run: sends (invokes), acked/failed/info (send completions), polls (invokes)."""
-    c = F.col
-
-    def n(cond: Column) -> Column:
-        return F.sum(F.when(cond, 1).otherwise(0))
-
-    send, poll = c("f") == _SEND, c("f") == _POLL
-    return pairs.groupBy("run").agg(
-        n(send & (c("type") == "invoke")).alias("sends"),
-        n(send & (c("type") == "ok")).alias("acked"),
-        n(send & (c("type") == "fail")).alias("failed"),
-        n(send & (c("type") == "info")).alias("info"),
-        n(poll & (c("type") == "invoke")).alias("polls"),
-    )
+    return paired.select("rid").unionByName(twice.select("rid")).groupBy("rid").count()
 
 
 # ---------------------------------------------------------------- anomalies
 
 
+def by_partition(ev: DataFrame, partitions: int) -> DataFrame:
+    """Records and client send ops, hash-partitioned by (rid, topic, partition): the one shuffle."""
+    keep = (c("kind") == RECORD) | ((c("f") == F_SEND) & (c("process") >= 0))
+    cols = ["rid", "topic", "partition", "kind", "index", "process", "type", "final", "pos",
+            "offset", "value", "acks"]  # fmt: skip
+    return ev.filter(keep).select(*cols).repartition(partitions, *PART)
+
+
 def _rows(df: DataFrame, anomaly: str, key: Column, ex: Column, acks: Column | None = None):
     return df.select(
-        "run",
+        "rid",
         F.lit(anomaly).alias("anomaly"),
-        "p",
-        (acks if acks is not None else F.lit(None).cast("string")).alias("acks"),
+        "topic",
+        "partition",
+        (acks if acks is not None else F.lit(None).cast("tinyint")).alias("acks"),
         key.cast("long").alias("key"),
         ex.cast("array<long>").alias("ex"),
     )
 
 
-def poll_records(ops: DataFrame) -> DataFrame:
-    """One row per record read by an ok poll: run, process, index, final, pos, p, offset, value."""
-    polls = ops.filter(
-        (F.col("process") != NEMESIS) & (F.col("f") == _POLL) & (F.col("type") == "ok")
-    )
-    return polls.select(
-        "run", "process", "index", "final", F.posexplode("records").alias("pos", "r")
-    ).select(
-        "run",
-        "process",
-        "index",
-        "final",
-        "pos",
-        _pname(F.col("r.topic"), F.col("r.partition")).alias("p"),
-        F.col("r.offset").alias("offset"),
-        F.col("r.value").alias("value"),
+def observations(part: DataFrame) -> DataFrame:
+    """Per (p, offset, value) seen by an ok poll or an ok send: the first index that saw it
+    (`obs`), the first final poll that read it (`fidx`) and the first non-final one (`nfidx`).
+    F[p] is the rows with `fidx`; the caller caches this (it feeds most checks)."""
+    rec = c("kind") == RECORD
+    seen = rec | ((c("type") == TYPE["ok"]) & c("offset").isNotNull())
+    return (
+        part.filter(seen)
+        .groupBy(*PART, "offset", "value")
+        .agg(
+            F.min("index").alias("obs"),
+            F.min(F.when(rec & c("final"), c("index"))).alias("fidx"),
+            F.min(F.when(rec & ~c("final"), c("index"))).alias("nfidx"),
+        )
     )
 
 
-def anomaly_rows(recs: DataFrame, pairs: DataFrame) -> DataFrame:
+def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
     """Every anomaly unit of every run, unioned (see the module docstring for the columns).
 
-    `recs` is `poll_records(ops)`, `pairs` is `paired(ops)`.
-    """
-    c = F.col
-    # F[p]: (p, offset, value) read by final polls, with the first final poll that read it.
-    final_log = (
-        recs.filter(c("final"))
-        .groupBy("run", "p", "offset", "value")
-        .agg(F.min("index").alias("fidx"))
-    )
-    final_parts = final_log.select("run", "p").distinct()
-    final_values = final_log.groupBy("run", "p", "value").agg(
-        F.min("fidx").alias("fidx"), F.count("*").alias("n_offsets")
+    `part` is `by_partition(ev)`, `obs` is `observations(part)`."""
+    final_log = obs.filter(c("fidx").isNotNull())
+    final_parts = F.broadcast(final_log.select(*PART).distinct())
+    final_values = final_log.groupBy(*PART, "value").agg(
+        F.min("fidx").alias("fmin"), F.count("*").alias("n_offsets")
     )
 
-    # Send completions with their invoke's index (pairing validated, so prev is the invoke).
-    done = pairs.filter((c("f") == _SEND) & c("type").isin("ok", "fail", "info")).select(
-        "run", "p", "value", "acks", "offset", "type", "index", c("prev_index").alias("inv")
-    )
-    checked = done.join(F.broadcast(final_parts), ["run", "p"], "left_semi").join(
-        final_values.select("run", "p", "value", "fidx"), ["run", "p", "value"], "left"
-    )
-    lost = checked.filter((c("type") == "ok") & c("fidx").isNull())
-    lost_failure = checked.filter((c("type") == "fail") & c("fidx").isNotNull())
-    unseen_info = checked.filter((c("type") == "info") & c("fidx").isNotNull())
-
-    # inconsistent-offset: every observation of (p, offset) -> value; cheap min/max pass first,
-    # examples only for the (few) offsets that disagree.
-    observed = recs.select("run", "p", "offset", "value", "index").unionByName(
-        done.filter((c("type") == "ok") & c("offset").isNotNull()).select(
-            "run", "p", "offset", "value", "index"
+    # One row per send value: its invoke and its completion (values are unique per run).
+    inv = TYPE["invoke"]
+    sends = (
+        part.filter(c("kind") == OP)
+        .groupBy(*PART, "value")
+        .agg(
+            F.min(F.when(c("type") == inv, c("index"))).alias("inv"),
+            F.max(F.when(c("type") != inv, c("index"))).alias("idx"),
+            F.max(F.when(c("type") != inv, c("type"))).alias("done"),
+            F.max("acks").alias("acks"),
         )
     )
-    disagree = (
-        observed.groupBy("run", "p", "offset")
-        .agg(F.min("value").alias("vmin"), F.max("value").alias("vmax"))
-        .filter(c("vmin") != c("vmax"))
-        .select("run", "p", "offset")
+    checked = (
+        sends.filter(c("done").isNotNull())
+        .join(final_parts, PART, "left_semi")
+        .join(final_values, [*PART, "value"], "left")
+    )
+    lost = checked.filter((c("done") == TYPE["ok"]) & c("fmin").isNull())
+    lost_failure = checked.filter((c("done") == TYPE["fail"]) & c("fmin").isNotNull())
+    unseen_info = checked.filter((c("done") == TYPE["info"]) & c("fmin").isNotNull())
+
+    # Per (p, offset): how many values were observed there, and whether F[p] holds it.
+    offsets = obs.groupBy(*PART, "offset").agg(
+        F.count("*").alias("n_values"), F.count("fidx").alias("n_final")
     )
     inconsistent = (
-        observed.join(disagree, ["run", "p", "offset"], "left_semi")
-        .groupBy("run", "p", "offset", "value")
-        .agg(F.min("index").alias("i"))
-        .groupBy("run", "p", "offset")
-        .agg(F.sort_array(F.collect_list("i")).alias("ex"))
+        obs.join(offsets.filter(c("n_values") > 1), [*PART, "offset"], "left_semi")
+        .groupBy(*PART, "offset")
+        .agg(F.sort_array(F.collect_list("obs")).alias("ex"))
     )
-
-    # uncommitted-read: non-final reads that F[p] does not hold at that offset.
-    uncommitted = (
-        recs.filter(~c("final"))
-        .join(F.broadcast(final_parts), ["run", "p"], "left_semi")
-        .groupBy("run", "p", "offset", "value")
-        .agg(F.min("index").alias("i"))
-        .join(final_log, ["run", "p", "offset", "value"], "left_anti")
+    uncommitted = obs.filter(c("nfidx").isNotNull() & c("fidx").isNull()).join(
+        final_parts, PART, "left_semi"
     )
-
     duplicate = (
-        final_log.join(
-            final_values.filter(c("n_offsets") > 1).select("run", "p", "value"),
-            ["run", "p", "value"],
-            "left_semi",
-        )
-        .groupBy("run", "p", "value")
+        final_log.join(final_values.filter(c("n_offsets") > 1), [*PART, "value"], "left_semi")
+        .groupBy(*PART, "value")
         .agg(F.sort_array(F.collect_list("fidx")).alias("ex"))
     )
 
     # Per-process poll sequences; final and non-final polls are separate sequences.
-    w = Window.partitionBy("run", "process", "final", "p").orderBy("index", "pos")
-    seq = recs.withColumn("prev_offset", F.lag("offset").over(w)).withColumn(
-        "prev_index", F.lag("index").over(w)
+    w = Window.partitionBy(*PART, "process", "final").orderBy("index", "pos")
+    seq = part.filter(c("kind") == RECORD).select(
+        *PART,
+        "index",
+        "offset",
+        F.lag("offset").over(w).alias("prev_offset"),
+        F.lag("index").over(w).alias("prev_index"),
     )
     nonmonotonic = seq.filter(c("offset") <= c("prev_offset"))
-    skips = _poll_skips(seq.filter(c("offset") > c("prev_offset") + 1), final_log)
-
-    sent_parts = (
-        pairs.filter((c("f") == _SEND) & (c("type") == "invoke"))
-        .groupBy("run", "p")
-        .agg(F.min("index").alias("i"))
+    # poll-skip: F[p] holds an offset strictly between prev and this one. For every observed
+    # offset o, the smallest F offset above it (a running value, offsets descending); the
+    # previous offset of a poll is an observed offset, so one equi-join finds it.
+    wf = (
+        Window.partitionBy(*PART)
+        .orderBy(c("offset").desc())
+        .rowsBetween(Window.unboundedPreceding, -1)
     )
-    no_final = sent_parts.join(final_parts, ["run", "p"], "left_anti")
+    next_final = offsets.select(
+        *PART,
+        c("offset").alias("prev_offset"),
+        F.last(F.when(c("n_final") > 0, c("offset")), ignorenulls=True).over(wf).alias("nf"),
+    )
+    skips = (
+        seq.filter(c("offset") > c("prev_offset") + 1)
+        .join(next_final, [*PART, "prev_offset"])
+        .filter(c("nf") < c("offset"))
+    )
+
+    no_final = (
+        part.filter((c("kind") == OP) & (c("type") == inv))
+        .groupBy(*PART)
+        .agg(F.min("index").alias("i"))
+        .join(final_parts, PART, "left_anti")
+    )
 
     parts = [
-        _rows(lost, "lost-write", c("inv"), F.array("inv", "index"), acks=c("acks")),
+        _rows(lost, "lost-write", c("inv"), F.array("inv", "idx"), acks=c("acks")),
         _rows(inconsistent, "inconsistent-offset", c("ex")[0], F.slice("ex", 1, _EX_MAX)),
-        _rows(uncommitted, "uncommitted-read", c("i"), F.array("i")),
+        _rows(uncommitted, "uncommitted-read", c("nfidx"), F.array("nfidx")),
         _rows(duplicate, "duplicate", c("ex")[0], F.slice("ex", 1, _EX_MAX)),
         _rows(nonmonotonic, "nonmonotonic-poll", c("index"), F.array("prev_index", "index")),
         _rows(skips, "poll-skip", c("index"), F.array("prev_index", "index")),
-        _rows(lost_failure, "lost-failure", c("inv"), F.array("inv", "index", "fidx")),
-        _rows(unseen_info, "unseen-info", c("inv"), F.array("inv", "index", "fidx")),
+        _rows(lost_failure, "lost-failure", c("inv"), F.array("inv", "idx", "fmin")),
+        _rows(unseen_info, "unseen-info", c("inv"), F.array("inv", "idx", "fmin")),
         _rows(no_final, "no-final-read", c("i"), F.array("i")),
     ]
     out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
+    for p in parts[1:]:
+        out = out.unionByName(p)
     return out
 
 
-def _poll_skips(candidates: DataFrame, final_log: DataFrame) -> DataFrame:
-    """Candidates (offset > prev + 1) for which F[p] holds an offset strictly in between.
-
-    An as-of lookup without a range join: candidates and F's offsets in one sequence per
-    partition, ordered by offset descending; a running `last` over F's offsets then gives, at
-    each candidate's prev_offset, the smallest F offset strictly above it.
-    """
-    c = F.col
-    f_offsets = final_log.select("run", "p", c("offset").alias("o")).distinct()
-    cand = candidates.select(
-        "run",
-        "p",
-        c("prev_offset").alias("o"),
-        F.lit(0).alias("kind"),  # sorts before an F offset equal to prev_offset: excludes it
-        c("offset").alias("hi"),
-        "index",
-        "prev_index",
-    )
-    f_rows = f_offsets.select(
-        "run",
-        "p",
-        "o",
-        F.lit(1).alias("kind"),
-        F.lit(None).cast("long").alias("hi"),
-        F.lit(None).cast("long").alias("index"),
-        F.lit(None).cast("long").alias("prev_index"),
-    )
-    w = (
-        Window.partitionBy("run", "p")
-        .orderBy(c("o").desc(), c("kind").asc())
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    nxt = F.last(F.when(c("kind") == 1, c("o")), ignorenulls=True).over(w)
+def top_examples(rows: DataFrame) -> DataFrame:
+    """Per (rid, anomaly, topic, partition, acks): its size `cnt` and its first 10 rows by
+    (key, ex), numbered `rn`; `p` names the partition and `acks` is text again."""
+    w = Window.partitionBy("rid", "anomaly", "topic", "partition", "acks").orderBy("key", "ex")
+    acks = F.element_at(F.array(*[F.lit(a) for a in ACKS]), c("acks").cast("int") + 1)
     return (
-        cand.unionByName(f_rows)
-        .withColumn("next_final", nxt)
-        .filter((c("kind") == 0) & (c("next_final") < c("hi")))
+        rows.withColumn("rn", F.row_number().over(w))
+        .withColumn(
+            "cnt",
+            F.count("*").over(w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)),
+        )
+        .filter(c("rn") <= _EX_MAX)
+        .select(
+            "rid",
+            "anomaly",
+            F.concat("topic", F.lit("-"), c("partition").cast("string")).alias("p"),
+            acks.alias("acks"),
+            "key",
+            "ex",
+            "rn",
+            "cnt",
+        )
     )

@@ -4,16 +4,19 @@ Contract: `check_runs(run_dirs, spark_master, expected)` returns one `RunResult`
 order, and writes `results.json` into every run dir whose history could be checked. A run whose
 history is missing or malformed, or whose expectations do not parse, gets `error` (a message
 naming file:line and field where known) and no results.json. `expected` given here applies to
-every run; otherwise a run's `plan.yaml` `expected` key is used (see `plan_expected`).
-All histories are read as one DataFrame with a `run` column and checked together.
+every run; `expectations` (already-built Expectation objects: what `highwater run` passes from
+its in-memory Plan, so the plan is not written out and parsed back) likewise; otherwise a run's
+`plan.yaml` `expected` key is used (see `plan_expected`: `highwater check` on a stored run).
+All histories are read as one DataFrame and checked together, in one Spark session (the caller's
+active one when there is one): each line is parsed once into a cached flat table of ops and
+poll records (`anomalies.events`), and every check reads that table (see `_check`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,12 +31,12 @@ from harness.checker.expectations import (
 from harness.checker.history import (
     ACKS,
     ANOMALIES,
-    HISTORY_FILE,
     INFORMATIONAL,
-    RESULTS_FILE,
     history_schema,
     validate_history,
 )
+from harness.store.history import HISTORY_FILE
+from harness.store.results import write_results
 
 PLAN_FILE = "plan.yaml"
 _LOG4J = Path(__file__).with_name("log4j2.properties")
@@ -117,7 +120,8 @@ def _run_key(file_uri: str) -> str:
 
 
 def _prepare_runs(
-    run_dirs: Iterable[str | Path], expected: Any
+    run_dirs: Iterable[str | Path], expected: Any,
+    expectations: Sequence[Expectation] | None = None,
 ) -> tuple[list[_Run], dict[Path, RunResult]]:
     runs, failed = [], {}
     for d in run_dirs:
@@ -130,7 +134,9 @@ def _prepare_runs(
             failed[run_dir] = RunResult(run_dir, error=f"{history}: missing or unreadable")
             continue
         try:
-            if expected is not None:
+            if expectations is not None:
+                exps = list(expectations)
+            elif expected is not None:
                 exps = parse_expected(expected, "--expected")
             else:
                 exps = parse_expected(plan_expected(run_dir), f"{run_dir / PLAN_FILE}: expected")
@@ -147,10 +153,11 @@ def check_runs(
     expected: Any = None,
     spark=None,
     timings: dict[str, float] | None = None,
+    expectations: Sequence[Expectation] | None = None,
 ) -> list[RunResult]:
     """Check every run dir; see the module docstring. `timings` receives seconds per phase."""
     run_dirs = [Path(d) for d in run_dirs]
-    runs, failed = _prepare_runs(run_dirs, expected)
+    runs, failed = _prepare_runs(run_dirs, expected, expectations)
     checked: dict[Path, RunResult] = {}
     if runs:
         if spark is None:
@@ -171,78 +178,65 @@ def check_runs(
 
 
 def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult]:
+    """Parse every history once into the cached flat table, then three jobs: per-run stats and
+    row validation, ordering validation, anomalies (one shuffle by topic-partition)."""
     from pyspark import StorageLevel
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from harness.checker import anomalies as A
 
     t0 = time.perf_counter()
     by_key = {str(r.history.parent): r for r in runs}
+    paths = sorted({str(r.history) for r in runs})  # a dir given twice is read once
+    _tune(spark, paths)
     raw = (
         spark.read.schema(history_schema())
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", "_corrupt_record")
-        .json(sorted({str(r.history) for r in runs}))  # a dir given twice is read once
-        .withColumn("run", F.col("_metadata.file_path"))
+        .json(paths)
+        .withColumn("file", F.col("_metadata.file_path"))
     )
     level = StorageLevel.MEMORY_AND_DISK
-    # The parsed history is read by validation and by the poll-record explode; the narrow
-    # per-process pairing by validation, stats and the send checks: cache both, parse once.
-    ops = A.prepare(raw).persist(level)
-    pairs = A.paired(ops).persist(level)
-    cached = [ops, pairs]
+    ev = A.events(raw).persist(level)
+    cached = [ev]
     try:
-        problems = (
-            A.row_problems(ops)
-            .unionByName(A.pairing_problems(pairs))
-            .unionByName(A.duplicate_value_problems(pairs))
-            .unionByName(A.index_problems(ops))
-        )
-        bad_rows = problems.groupBy("run").agg(F.count("*").alias("n")).collect()
-        timings["read+validate"] = time.perf_counter() - t0
-        bad = {_run_key(row["run"]) for row in bad_rows}
+        stats_rows = {r["rid"]: r.asDict() for r in A.run_stats(ev).collect()}
+        timings["parse+stats"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        bad = {r["rid"] for r in A.order_problems(ev).collect()}
+        bad |= {
+            rid
+            for rid, s in stats_rows.items()
+            if s["bad"] or s["n"] != s["n_index"] or s["lo"] != 0 or s["hi"] != s["n"] - 1
+        }
+        timings["validate"] = time.perf_counter() - t1
+        key_of = {rid: _run_key(s["file"]) for rid, s in stats_rows.items()}
         results: dict[str, RunResult] = {}
-        for key in bad:
-            run = by_key[key]
+        for rid in bad:
+            run = by_key[key_of[rid]]
             found = validate_history(run.history, max_problems=5)
             detail = (
                 "; ".join(map(str, found)) if found else f"{run.history}: does not fit HISTORY.md"
             )
-            results[key] = RunResult(run.run_dir, error=f"malformed history: {detail}")
-        good = [r for r in runs if str(r.history.parent) not in bad]
+            results[key_of[rid]] = RunResult(run.run_dir, error=f"malformed history: {detail}")
+        good = [r for r in runs if str(r.history.parent) not in results]
         if good:
-            if bad:
-                drop = ~F.col("run").isin([row["run"] for row in bad_rows])
-                ops, pairs = ops.filter(drop), pairs.filter(drop)
-            t1 = time.perf_counter()
-            stats_rows = {_run_key(r["run"]): r.asDict() for r in A.stats(pairs).collect()}
-            recs = A.poll_records(ops).persist(level)
-            cached.append(recs)
-            recs.count()  # materialize, so the full parsed rows can leave memory
-            cached[0].unpersist()
-            timings["stats+explode"] = time.perf_counter() - t1
             t2 = time.perf_counter()
-            w = Window.partitionBy("run", "anomaly", "p", "acks").orderBy("key")
-            top = (
-                A.anomaly_rows(recs, pairs)
-                .withColumn("rn", F.row_number().over(w))
-                .withColumn(
-                    "cnt",
-                    F.count("*").over(
-                        w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-                    ),
-                )
-                .filter(F.col("rn") <= 10)
-                .collect()
-            )
+            source = ev.filter(~F.col("rid").isin(list(bad))) if bad else ev
+            part = A.by_partition(source, _partitions(spark)).persist(level)
+            obs = A.observations(part).persist(level)
+            cached += [part, obs]
+            top = A.top_examples(A.anomaly_rows(part, obs)).collect()
             timings["anomalies"] = time.perf_counter() - t2
             rows_by_run: dict[str, list] = {}
             for row in top:
-                rows_by_run.setdefault(_run_key(row["run"]), []).append(row)
+                rows_by_run.setdefault(key_of[row["rid"]], []).append(row)
+            stats_by_run = {key_of[rid]: s for rid, s in stats_rows.items()}
             for run in good:
                 key = str(run.history.parent)
-                res = build_results(stats_rows.get(key), rows_by_run.get(key, []), run.expectations)
+                res = build_results(
+                    stats_by_run.get(key), rows_by_run.get(key, []), run.expectations
+                )
                 write_results(run.run_dir, res)
                 results[key] = RunResult(run.run_dir, results=res)
     finally:
@@ -252,8 +246,28 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
     return [replace(results[str(r.history.parent)], run_dir=r.run_dir) for r in runs]
 
 
+def _cores(spark) -> int:
+    return max(1, spark.sparkContext.defaultParallelism)
+
+
+def _partitions(spark) -> int:
+    """Shuffle partitions: a few per core, so 2 cores stay busy despite uneven partitions."""
+    return 4 * _cores(spark)
+
+
+def _tune(spark, paths: list[str]) -> None:
+    """Session settings for this check: split the input evenly over the cores (Spark's 128 MB
+    default gives 3 splits of a 342 MB history on 2 cores: one core idles for a third of the
+    scan); keyed aggregations may reuse the partitioning by (run, topic, partition)."""
+    total = sum(os.path.getsize(p) for p in paths)
+    split = max(4 << 20, min(128 << 20, total // (2 * _cores(spark)) + 1))
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(split))
+    spark.conf.set("spark.sql.shuffle.partitions", str(_partitions(spark)))
+    spark.conf.set("spark.sql.requireAllClusterKeysForCoPartition", "false")
+
+
 def build_results(
-    stats_row: Mapping[str, Any] | None, rows: list, expectations: list[Expectation]
+    stats_row: Mapping[str, Any] | None, rows: list, expectations: Sequence[Expectation]
 ) -> dict[str, Any]:
     """results.json of HISTORY.md from one run's stats row and top-10 anomaly rows."""
     anomalies: dict[str, dict[str, Any]] = {
@@ -272,7 +286,7 @@ def build_results(
         candidates[row["anomaly"]].append((row["key"], list(row["ex"])))
     for name, a in anomalies.items():
         a["by_partition"] = dict(sorted(a["by_partition"].items()))
-        a["examples"] = [ex for _, ex in sorted(candidates[name], key=lambda kv: kv[0])[:10]]
+        a["examples"] = [ex for _, ex in sorted(candidates[name])[:10]]
     s = dict(stats_row or {})
     stats = {k: int(s.get(k) or 0) for k in ("sends", "acked", "failed", "info", "polls")}
     stats["lost_by_acks"] = lost_by_acks
@@ -287,10 +301,3 @@ def build_results(
     }
 
 
-def write_results(run_dir: Path, results: dict[str, Any]) -> Path:
-    """Write results.json atomically, so a reader never sees half a file."""
-    path = Path(run_dir) / RESULTS_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path

@@ -1,25 +1,34 @@
-"""Expectations (`expected` in HISTORY.md): parse them, evaluate them, give the verdict.
+"""Expectations and the verdict: the one `Expectation` type and the one verdict function.
 
-Contract: an expectation maps an anomaly name to "<op> <n>" with op one of == != >= <= > < and n
-a non-negative integer, e.g. {"lost-write": "> 0", "inconsistent-offset": "== 0"}.
-`parse_expected` raises ExpectationError naming the bad key or expression; `verdict` returns
-"as-expected" when every expression holds for the anomaly counts, and, with no expectations,
-exactly when the history is valid.
+Contract:
+- An expectation is "<op> <n>" with op one of == != >= <= > < and n a non-negative integer,
+  about an anomaly count (`expected` in HISTORY.md, e.g. {"lost-write": "> 0"}), a scenario
+  mode's lost-by-acks count (`lost:<acks>`) or its on-disk divergence (`diverged-offsets`).
+  The plan loader builds them (harness/plan/loader.py, with file:line errors) and the run hands
+  them to the checker as they are; `parse_expected` parses a bare mapping (`highwater check
+  --expected`, or the `expected` key of a stored plan.yaml) and raises ExpectationError naming
+  the bad key or expression. `parse_expression` is the grammar both use.
+- `judge(valid, counts, expectations, ...)` is the verdict, used by the checker (results.json),
+  the scenario runner (with its mode's lost_by_acks and diverged_offsets) and, through those,
+  the nightly: "as-expected" when every anomaly expectation holds on the counts (with none,
+  exactly when the history is valid) and every lost-by-acks and divergence expectation given
+  holds; else "unexpected", with `misses` saying what did not hold. `verdict` is the anomaly
+  part alone, as results.json records it.
 """
 
 from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.checker.history import ANOMALIES
 
 AS_EXPECTED, UNEXPECTED = "as-expected", "unexpected"
 
-# The comparison operators an `expected` expression may use; plans use the same table.
+# The comparison operators an expression may use.
 COMPARISONS: dict[str, Callable[[int, int], bool]] = {
     "==": operator.eq,
     "!=": operator.ne,
@@ -37,13 +46,26 @@ class ExpectationError(ValueError):
 
 @dataclass(frozen=True)
 class Expectation:
-    anomaly: str
+    anomaly: str  # an anomaly name, "lost:<acks>" or "diverged-offsets"
     op: str
     n: int
-    text: str
+    text: str = ""  # as written (results.json's `expected` shows it); default "<op> <n>"
+
+    def __post_init__(self) -> None:
+        if not self.text:
+            object.__setattr__(self, "text", f"{self.op} {self.n}")
 
     def holds(self, count: int) -> bool:
         return COMPARISONS[self.op](count, self.n)
+
+    def __str__(self) -> str:
+        return f"{self.op} {self.n}"
+
+
+def parse_expression(text: str) -> tuple[str, int] | None:
+    """("<op>", n) for "<op> <n>", else None."""
+    m = _EXPR.match(text)
+    return (m.group(1), int(m.group(2))) if m else None
 
 
 def parse_expected(expected: Any, where: str = "expected") -> list[Expectation]:
@@ -64,18 +86,53 @@ def parse_expected(expected: Any, where: str = "expected") -> list[Expectation]:
         if isinstance(text, bool) or not isinstance(text, str | int):
             raise ExpectationError(f"{where}: {name}: expression must be a string like '> 0'")
         # A bare number means "== n": a natural shorthand in YAML plans.
-        m = _EXPR.match(f"== {text}" if isinstance(text, int) else text)
-        if not m:
+        parsed = parse_expression(f"== {text}" if isinstance(text, int) else text)
+        if parsed is None:
             raise ExpectationError(
                 f"{where}: {name}: cannot parse {text!r}; expected '<op> <n>' with op in "
                 f"{' '.join(COMPARISONS)} and n a non-negative integer, e.g. '> 0'"
             )
-        out.append(Expectation(name, m.group(1), int(m.group(2)), str(text)))
+        out.append(Expectation(name, parsed[0], parsed[1], str(text)))
     return out
 
 
-def verdict(valid: bool, counts: Mapping[str, int], expectations: list[Expectation]) -> str:
-    if not expectations:
-        return AS_EXPECTED if valid else UNEXPECTED
-    ok = all(e.holds(counts.get(e.anomaly, 0)) for e in expectations)
-    return AS_EXPECTED if ok else UNEXPECTED
+@dataclass(frozen=True)
+class Judgement:
+    verdict: str  # as-expected | unexpected
+    misses: tuple[str, ...] = field(default_factory=tuple)  # what did not hold, one phrase each
+
+
+def judge(
+    valid: bool,
+    counts: Mapping[str, int],
+    expectations: Sequence[Expectation],
+    *,
+    lost_by_acks: Mapping[str, int] | None = None,
+    lost_expectations: Mapping[str, Expectation] | None = None,
+    diverged: int | None = None,
+    diverged_expectation: Expectation | None = None,
+) -> Judgement:
+    """The verdict on one run; see the module docstring."""
+    misses: list[str] = []
+    if expectations:
+        anomalies_ok = all(e.holds(counts.get(e.anomaly, 0)) for e in expectations)
+    else:
+        anomalies_ok = valid
+    if not anomalies_ok:
+        # Every anomaly expectation is named, the ones that held too: the reader sees the set.
+        misses += [f"{e.anomaly} {e.text} (got {counts.get(e.anomaly, 0)})"
+                   for e in expectations] or ["a valid history (it is not)"]
+    lost = lost_by_acks or {}
+    for acks, e in (lost_expectations or {}).items():
+        if not e.holds(lost.get(acks, 0)):
+            misses.append(f"lost acks={acks} {e} (got {lost.get(acks, 0)})")
+    if diverged_expectation is not None:
+        n = diverged or 0
+        if not diverged_expectation.holds(n):
+            misses.append(f"diverged offsets on disk {diverged_expectation} (got {n})")
+    return Judgement(UNEXPECTED if misses else AS_EXPECTED, tuple(misses))
+
+
+def verdict(valid: bool, counts: Mapping[str, int], expectations: Sequence[Expectation]) -> str:
+    """The anomaly verdict alone (results.json's `verdict`)."""
+    return judge(valid, counts, expectations).verdict

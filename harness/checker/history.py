@@ -5,27 +5,19 @@ Contract (HISTORY.md is the authority, this module is its one implementation):
   kept as raw JSON text because nemesis ops put arbitrary JSON there.
 - `validate_history(path)` is a plain-Python validator: it returns `HistoryProblem`s naming
   file:line and field for every malformed line (up to `max_problems`), never raises on bad data.
-- `HistoryWriter` is the only place the harness writes histories: it assigns `index` (0, 1, 2…)
-  and `time` (monotonic ns since the writer was created) under a lock, one JSON line per op.
+- Writing and reading the file is the store's (harness.store.history: HistoryWriter,
+  read_history); the validator reads through read_history too.
 """
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-HISTORY_FILE = "history.jsonl"
-RESULTS_FILE = "results.json"
+from harness.store.history import NEMESIS, PHASES, TYPES, HistoryLine, read_history
 
-TYPES = ("invoke", "ok", "fail", "info")
-COMPLETIONS = ("ok", "fail", "info")
 ACKS = ("0", "1", "all")
-PHASES = ("start", "stop")
-NEMESIS = "nemesis"
 
 # Every anomaly name of HISTORY.md, in the order results.json lists them.
 ANOMALIES = (
@@ -118,14 +110,10 @@ class _LineChecker:
     def problem(self, line: int, field: str | None, message: str) -> None:
         self.problems.append(HistoryProblem(self.path, line, field, message))
 
-    def check(self, lineno: int, text: str) -> None:
-        try:
-            op = json.loads(text.rstrip("\r\n"))
-        except json.JSONDecodeError as e:
-            self.problem(lineno, None, f"not valid JSON ({e.msg} at column {e.colno})")
-            return
-        if not isinstance(op, dict):
-            self.problem(lineno, None, f"expected a JSON object, got {type(op).__name__}")
+    def check(self, line: HistoryLine) -> None:
+        lineno, op = line.lineno, line.op
+        if op is None:
+            self.problem(lineno, None, line.error or "not an op")
             return
         before = len(self.problems)
         self._common(lineno, op)
@@ -243,79 +231,12 @@ def validate_history(path: str | Path, max_problems: int = 20) -> list[HistoryPr
     """Every problem of a history file (up to max_problems); an empty list means well-formed."""
     checker = _LineChecker(str(path))
     try:
-        with open(path, encoding="utf-8", errors="strict") as fh:
-            for lineno, text in enumerate(fh, start=1):
-                if not text.strip():
-                    checker.problem(lineno, None, "empty line")
-                else:
-                    checker.check(lineno, text)
-                if len(checker.problems) >= max_problems:
-                    break
+        for line in read_history(path):
+            checker.check(line)
+            if len(checker.problems) >= max_problems:
+                break
     except OSError as e:
         return [HistoryProblem(str(path), 0, None, f"cannot read: {e.strerror or e}")]
     except UnicodeDecodeError as e:
         return [HistoryProblem(str(path), 0, None, f"not UTF-8: {e.reason}")]
     return checker.problems[:max_problems]
-
-
-# ---------------------------------------------------------------- writing
-
-
-class HistoryWriter:
-    """Appends ops to a history.jsonl, assigning index and time; safe to share between threads.
-
-    Lines are flushed as they are written so a crashed harness leaves a readable prefix.
-    """
-
-    def __init__(self, path: str | Path, clock=time.monotonic_ns) -> None:
-        self.path = Path(path)
-        self._clock = clock
-        self.start_ns = clock()  # time 0 of the history; other run records share this clock
-        self._lock = threading.Lock()
-        self._index = 0
-        self._last_time = 0
-        self._fh: IO[str] = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
-
-    def append(self, op: dict[str, Any]) -> dict[str, Any]:
-        """Write op with the next index and the current time; returns the written op."""
-        with self._lock:
-            # max() keeps time monotonic even with a caller-supplied clock that is not.
-            t = max(self._clock() - self.start_ns, self._last_time)
-            out = {"index": self._index, "time": t, **op}
-            self._fh.write(json.dumps(out, separators=(",", ":")) + "\n")
-            self._fh.flush()
-            self._index += 1
-            self._last_time = t
-            return out
-
-    def invoke(self, process: int, f: str, **fields: Any) -> dict[str, Any]:
-        return self.append({"process": process, "type": "invoke", "f": f, **fields})
-
-    def complete(self, invoke: dict[str, Any], type: str, **fields: Any) -> dict[str, Any]:
-        """The completion of `invoke`: same process and f; a send repeats its destination fields."""
-        if type not in COMPLETIONS:
-            raise ValueError(f"completion type must be one of {COMPLETIONS}, got {type!r}")
-        carried = {
-            k: invoke[k] for k in ("topic", "partition", "value", "acks", "final") if k in invoke
-        }
-        return self.append(
-            {"process": invoke["process"], "type": type, "f": invoke["f"], **carried, **fields}
-        )
-
-    def nemesis(self, f: str, phase: str, value: Any = None) -> dict[str, Any]:
-        if phase not in PHASES:
-            raise ValueError(f"nemesis phase must be one of {PHASES}, got {phase!r}")
-        return self.append(
-            {"process": NEMESIS, "type": "info", "f": f, "value": value, "phase": phase}
-        )
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._fh.closed:
-                self._fh.close()
-
-    def __enter__(self) -> HistoryWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

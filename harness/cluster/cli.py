@@ -39,8 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def describe(cluster: Any) -> dict[str, Any]:
     return {
         "run_id": cluster.run_id,
-        "bootstrap": cluster.bootstrap if cluster._client_ports else None,
-        "toxiproxy_api": cluster.toxiproxy_api if cluster._api_port else None,
+        "bootstrap": cluster.bootstrap if cluster.addresses_known else None,
+        "toxiproxy_api": cluster.toxiproxy_api if cluster.addresses_known else None,
         "nodes": [
             {"node": n.name, "role": n.role, "container": n.container, "status": n.status,
              "own_port": n.direct}

@@ -100,6 +100,7 @@ class Cluster:
         store_dir: Path | str | None = None,
         broker_args: Sequence[str] = (),
         disk_faults: bool = False,
+        controller_args: Sequence[str] = (),
         detached: bool = False,
         ready_timeout_s: float = READY_TIMEOUT_S,
     ) -> None:
@@ -108,6 +109,7 @@ class Cluster:
         self._images = dict(images) if images else None
         self.store_dir = Path(store_dir) if store_dir else None
         self.broker_args = list(broker_args)
+        self.controller_args = list(controller_args)  # e.g. --kafka-version 3.9
         self.disk_faults = disk_faults
         self.owner = lifecycle.DETACHED if detached else lifecycle.owner_label()
         self.ready_timeout_s = ready_timeout_s
@@ -152,6 +154,16 @@ class Cluster:
         port = {CONTROLLER: CONTROLLER_PORT}.get(node, BROKER_PORT)
         return self._published(self.container(node), port)
 
+    def published(self, node: str, port: int) -> str | None:
+        """127.0.0.1:<host port> that `node`'s container `port` is published on, if any."""
+        return self._published(self.container(node), port)
+
+    @property
+    def addresses_known(self) -> bool:
+        """True once the Toxiproxy container's published ports have been read (bootstrap and
+        toxiproxy_api are meaningful)."""
+        return self._api_port is not None and bool(self._client_ports)
+
     @staticmethod
     def _published(container: Any, port: int) -> str | None:
         container.reload()
@@ -188,9 +200,9 @@ class Cluster:
                 self._create_controller(images["broker"])
             for i in self.topology.broker_ids:
                 self._create_broker(images["broker"], i)
-            for name in self._node_names():
+            for name in self.node_names():
                 self.start(name, wait=False)
-            for name in self._node_names():
+            for name in self.node_names():
                 self._wait_listening(name, 0)
         except BaseException:
             self.down()
@@ -254,7 +266,8 @@ class Cluster:
             self._read_toxiproxy_ports(by_node[TOXIPROXY])
         return self
 
-    def _node_names(self) -> list[str]:
+    def node_names(self) -> list[str]:
+        """The fault-able nodes (controller first, then brokers); not the Toxiproxy container."""
         return [*([CONTROLLER] if self.topology.controller else []), *self.topology.broker_names]
 
     def container(self, node: str) -> Any:
@@ -270,6 +283,7 @@ class Cluster:
                 ports: Mapping[str, Any], **extra: Any) -> Any:
         import docker.errors
 
+        ports = {**dict(ports), **self.extra_ports(role)}
         try:
             container = self._client.containers.create(
                 image, command, name=self.container_name(node), hostname=node,
@@ -295,7 +309,8 @@ class Cluster:
             raise ClusterError(
                 f"broker image {image}: `highwater broker --help` failed: {exc}") from exc
         return {flag for flag in ("--controller", "--peer", "--advertised-host",
-                                  "--advertised-port") if flag in out}
+                                  "--advertised-port", "--offsets-topic-num-partitions")
+                if flag in out}
 
     def _start_toxiproxy(self, image: str) -> None:
         ports = {f"{TOXIPROXY_API_PORT}/tcp": ("127.0.0.1", None)}
@@ -321,10 +336,17 @@ class Cluster:
             self._client_ports[link.dst] = int(addr.rsplit(":", 1)[1])
         self.net = Net("127.0.0.1", self._api_port, self.topology.link_map())
 
+    def controller_command(self) -> list[str]:
+        return ["controller", "--port", str(CONTROLLER_PORT), "--host", "0.0.0.0",
+                "--data-dir", DATA_DIR, *self.controller_args]
+
+    def extra_ports(self, role: str) -> dict[str, Any]:
+        """Container ports a subclass publishes besides the role's own (none here): the hook
+        that lets ObservedCluster publish its admin port without overriding container creation."""
+        return {}
+
     def _create_controller(self, image: str) -> None:
-        command = ["controller", "--port", str(CONTROLLER_PORT), "--host", "0.0.0.0",
-                   "--data-dir", DATA_DIR]
-        self._create(image, CONTROLLER, CONTROLLER, command,
+        self._create(image, CONTROLLER, CONTROLLER, self.controller_command(),
                      {f"{CONTROLLER_PORT}/tcp": ("127.0.0.1", None)})
 
     def broker_command(self, i: int) -> list[str]:
@@ -338,6 +360,11 @@ class Cluster:
             for j in self.topology.broker_ids:
                 if j != i:
                     command += ["--peer", f"{j}={self.topology.peer_address(i, j)}"]
+        if "--offsets-topic-num-partitions" in self.broker_flags:
+            # The harness's consumers carry a group.id, so librdkafka asks for a coordinator and
+            # __consumer_offsets gets created; one partition instead of Kafka's 50 keeps that
+            # from dominating a 3-broker cluster's replication work (a plan may override it).
+            command += ["--offsets-topic-num-partitions", "1"]
         return [*command, *self.broker_args]
 
     def _create_broker(self, image: str, i: int) -> None:
@@ -367,6 +394,34 @@ class Cluster:
         except Exception as exc:
             raise ClusterError(f"{what} not reachable: {exc}") from exc
         return None
+
+    def direct_connections(self) -> dict[str, dict[str, Any]]:
+        """node -> {"proxied": n, "direct": [peer, ...]}: the connections it accepted on its
+        Kafka port from the Toxiproxy container, and the peers of those that did not come from
+        it (harness.cluster.bypass); an empty `direct` is what a sound cluster shows. A node
+        whose table cannot be read now (paused, down) has {"unreadable": why}."""
+        from harness.cluster.bypass import direct_peers, parse_proc_net_tcp, proxied_count
+
+        proxy = self.container(TOXIPROXY)
+        proxy.reload()
+        networks = proxy.attrs["NetworkSettings"].get("Networks") or {}
+        proxy_ips = {n.get("IPAddress") for n in networks.values() if n.get("IPAddress")}
+        out: dict[str, dict[str, Any]] = {}
+        for node in self.node_names():
+            port = CONTROLLER_PORT if node == CONTROLLER else BROKER_PORT
+            try:
+                code, text = self.container(node).exec_run(
+                    ["sh", "-c", "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null"])
+            except Exception as exc:  # paused or stopped by a fault: nothing to read now
+                out[node] = {"unreadable": f"{type(exc).__name__}: {exc}"}
+                continue
+            conns = parse_proc_net_tcp(text.decode(errors="replace"))
+            if not conns:
+                out[node] = {"unreadable": f"no TCP table (exit {code})"}
+                continue
+            out[node] = {"proxied": proxied_count(conns, {port}, proxy_ips),
+                         "direct": direct_peers(conns, {port}, proxy_ips)}
+        return out
 
     def logs(self, node: str, tail: int | str = "all") -> str:
         return self.container(node).logs(stdout=True, stderr=True, tail=tail).decode(
@@ -502,6 +557,51 @@ class Cluster:
 
             return diskfs.BACKING_DIR
         return DATA_DIR
+
+    # --- file corruption ------------------------------------------------------------------------
+
+    def corrupt_file(self, node: str, kind: str, partition: str | None, how: str, n: int,
+                     rng: Any) -> str:
+        """Damage one file of a stopped broker's data dir (harness.cluster.corrupt); returns
+        "<path>: <what was done>". Raises ClusterError if the broker runs or the file is
+        missing."""
+        import docker.errors
+
+        from harness.cluster import corrupt
+
+        broker_id(node)
+        container = self.container(node)
+        container.reload()
+        if container.status not in ("exited", "created", "dead"):
+            raise ClusterError(f"corrupt-file on {node}: it is {container.status}; stop or kill "
+                               "it first (a running broker would overwrite the file)")
+        root = self._data_source(node)
+        directory = root if kind == "replication-offset-checkpoint" else f"{root}/{partition}"
+        try:
+            stream, _ = container.get_archive(directory)
+        except docker.errors.NotFound as exc:
+            raise ClusterError(f"corrupt-file on {node}: no {directory}") from exc
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            members = {m.name.split("/", 1)[-1]: m for m in tar.getmembers() if m.isfile()}
+            top = {name: m for name, m in members.items() if "/" not in name}
+            try:
+                name = corrupt.pick(list(top), kind)
+                extracted = tar.extractfile(top[name])
+                assert extracted is not None
+                damaged, what = corrupt.damage(extracted.read(), how, n, rng)
+            except corrupt.CorruptError as exc:
+                raise ClusterError(f"corrupt-file on {node}: {directory}: {exc}") from exc
+            original = top[name]
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w") as tar:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(damaged), int(time.time())
+            # Same mode and owner: the broker must be able to open (and repair) it.
+            info.mode, info.uid, info.gid = original.mode, original.uid, original.gid
+            tar.addfile(info, io.BytesIO(damaged))
+        if not container.put_archive(directory, out.getvalue()):
+            raise ClusterError(f"corrupt-file on {node}: docker refused to write {name}")
+        return f"{directory}/{name}: {what}"
 
     # --- disk faults ----------------------------------------------------------------------------
 

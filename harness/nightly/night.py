@@ -7,7 +7,8 @@ Contract:
   (previous nights' plan rows plus tonight's), `failed` (labels), `exit_code`.
 - Run verdict: "skipped" (not run); a scenario record's own `verdict` (reproduced / nothing
   lost, harness.nightly.launcher) when it has one; "error" (exit 2, or no results.json); else
-  results.json's.
+  results.json's. The nightly decides nothing itself: both come from
+  harness.checker.expectations.judge (the checker's, and the scenario runner's with its mode).
   Plan verdict: error > unexpected > as-expected > skipped (the worst of its runs).
 - `load_previous(nightly_dir, date, keep)` reads the `keep` latest `<date>/summary.json` strictly
   before `date`; an unreadable one is reported in `warnings`, never fatal.
@@ -22,10 +23,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.checker.expectations import AS_EXPECTED, UNEXPECTED
 from harness.nightly.schedule import SKIPPED, RunRecord
 
 SUMMARY_JSON, SUMMARY_HTML, JUNIT_XML = "summary.json", "summary.html", "junit.xml"
-AS_EXPECTED, UNEXPECTED, ERROR, SKIP = "as-expected", "unexpected", "error", "skipped"
+ERROR, SKIP = "error", "skipped"
 _RANK = {ERROR: 3, UNEXPECTED: 2, AS_EXPECTED: 1, SKIP: 0}
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 FORMAT = 1

@@ -3,7 +3,7 @@
 Contract:
 - `load_suite(path)` returns a `Suite` or raises `PlanError` rendering as one line
   "<file>:<line>: <field>: <problem>". The YAML node helpers are the plan loader's own
-  (`harness.plan.loader._Builder`), so suite and plan errors look the same.
+  (`harness.plan.yamlnodes.NodeReader`), so suite and plan errors look the same.
 - Entry types:
   - `{plan: PATH, seeds?: N, duration?: S, set?: {key: value}, mode?: legacy|fixed, name?: X}`:
     PATH is relative to the suite file; the plan must load (its error is reported at the
@@ -30,7 +30,8 @@ from yaml.nodes import Node
 from harness.plan.errors import PlanError
 
 # The plan loader's YAML-with-line-numbers helpers; reused, not copied.
-from harness.plan.loader import _Builder, load_plan
+from harness.plan.loader import load_plan
+from harness.plan.yamlnodes import NodeReader
 
 MODES = ("legacy", "fixed")
 MIN_ISR_ACKS = ("0", "1", "all")
@@ -150,7 +151,7 @@ def parse_suite(text: str, source: str = "<suite>", base: Path | None = None) ->
         raise PlanError(source, None, "", f"not valid YAML: {e}") from e
     if root is None:
         raise PlanError(source, 1, "", "the suite is empty")
-    b = _Builder(source)
+    b = NodeReader(source)
     top = b.mapping(root, "", ("name", "description", "budget", "entries"), ("entries",))
     name = b.str_(top["name"][1], "name") if "name" in top else Path(source).stem
     if "description" in top:
@@ -176,7 +177,7 @@ def parse_suite(text: str, source: str = "<suite>", base: Path | None = None) ->
     return Suite(source, name, tuple(entries), budget)
 
 
-def _entry(b: _Builder, node: Node, path: str, base: Path) -> Entry:
+def _entry(b: NodeReader, node: Node, path: str, base: Path) -> Entry:
     keys = ("plan", "scenario", "min-isr", "seeds", "duration", "set", "mode", "name")
     m = b.mapping(node, path, keys)
     line = node.start_mark.line + 1
@@ -223,7 +224,7 @@ def _entry(b: _Builder, node: Node, path: str, base: Path) -> Entry:
                      plan.nemesis.mode == "random")
 
 
-def _scenario(b: _Builder, node: Node, scenario_id: str, m: dict, path: str, line: int,
+def _scenario(b: NodeReader, node: Node, scenario_id: str, m: dict, path: str, line: int,
               label: str | None, seeds: int, overrides: dict[str, str],
               mode: str | None) -> ScenarioEntry:
     from harness.scenario.catalog import ScenarioError, find
@@ -244,7 +245,7 @@ def _scenario(b: _Builder, node: Node, scenario_id: str, m: dict, path: str, lin
                          overrides)
 
 
-def _min_isr(b: _Builder, node: Node, path: str, line: int, label: str | None, seeds: int,
+def _min_isr(b: NodeReader, node: Node, path: str, line: int, label: str | None, seeds: int,
              duration: float | None) -> MinIsrEntry:
     if isinstance(node, yaml.ScalarNode) and node.value in ("", "~", "null"):
         return MinIsrEntry(line, label=label or "min-isr", seeds=seeds, duration_s=duration)

@@ -20,13 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.checker.check import _run_key  # Spark's file URI -> the run dir (shared rule)
-from harness.checker.history import (
-    ANOMALIES,
-    HISTORY_FILE,
-    INFORMATIONAL,
-    RESULTS_FILE,
-    history_schema,
-)
+from harness.checker.history import ANOMALIES, INFORMATIONAL, history_schema
+from harness.store.history import HISTORY_FILE
+from harness.store.results import RESULTS_FILE
 
 
 def results_schema():

@@ -4,8 +4,15 @@ Each action says which target keys it takes, whether it may (or must) have a `du
 (after which the run undoes it with `undo`), and its parameters with types and bounds. The
 loader validates steps against this table; the run dispatches on `ActionSpec.name`.
 
-Link actions (latency, bandwidth) act on bytes flowing from every `from` node to every `to`
-node: one direction only. `partition` cuts both directions between `target` and `peers`
+Link actions act on bytes flowing from every `from` node to every `to` node: one direction
+only, each as one Toxiproxy toxic on the proxies that carry those bytes (harness/net.py):
+latency and bandwidth slow them; blackhole (`timeout`) drops them, and closes the
+connections after `close_after_ms` when that is > 0; reset (`reset_peer`) resets every
+connection `after_ms` after its next bytes; slice (`slicer`) cuts them into small pieces
+(TCP reads see short reads); limit-data (`limit_data`) lets each connection carry `bytes`
+bytes, then closes it. Toxiproxy acts per connection, so a client that reconnects during
+a reset or limit-data window is hit again, and removing a blackhole closes the connections
+it held. `partition` cuts both directions between `target` and `peers`
 (default: every other broker and controller; clients still reach the target — that is what
 lets a cut-off leader keep acknowledging acks=1 writes). `isolate` also cuts clients.
 """
@@ -30,7 +37,7 @@ class Param:
 @dataclass(frozen=True)
 class ActionSpec:
     name: str
-    kind: str  # network | process | disk | leadership | heal
+    kind: str  # network | process | disk | file | leadership | heal (harness/nemesis/handlers.py)
     help: str
     target: bool = False  # takes `target:` (required when True)
     peers: bool = False  # takes optional `peers:` (partition)
@@ -38,41 +45,87 @@ class ActionSpec:
     duration: str = "none"  # none | optional | required
     undo: str | None = None  # what the run does when the duration ends
     params: dict[str, Param] = field(default_factory=dict)
+    # The random nemesis may draw it (`nemesis.kinds`); random_params fill required params the
+    # plan's nemesis.params does not give.
+    random: bool = False
+    random_params: dict[str, Any] = field(default_factory=dict)
 
 
 _ACTIONS = [
     ActionSpec("partition", "network", "cut target from peers, both directions", target=True,
-               peers=True, duration="optional", undo="heal those links"),
+               peers=True, duration="optional", undo="heal those links", random=True),
     ActionSpec("isolate", "network", "cut target from every node and the clients",
-               target=True, duration="optional", undo="heal those links"),
+               target=True, duration="optional", undo="heal those links", random=True),
     ActionSpec("latency", "network", "delay bytes from `from` to `to` (one direction)",
                link=True, duration="optional", undo="remove the toxic",
                params={"ms": Param("int", required=True, min=0, max=600_000),
-                       "jitter_ms": Param("int", default=0, min=0, max=600_000)}),
+                       "jitter_ms": Param("int", default=0, min=0, max=600_000)},
+               random=True, random_params={"ms": 200, "jitter_ms": 50}),
     ActionSpec("bandwidth", "network", "limit bytes from `from` to `to` (one direction)",
                link=True, duration="optional", undo="remove the toxic",
-               params={"kbps": Param("int", required=True, min=1)}),
+               params={"kbps": Param("int", required=True, min=1)},
+               random=True, random_params={"kbps": 64}),
+    ActionSpec("blackhole", "network", "drop bytes from `from` to `to` (one direction); "
+               "connections stay open unless close_after_ms > 0, and removing it closes them",
+               link=True, duration="optional", undo="remove the toxic",
+               params={"close_after_ms": Param("int", default=0, min=0, max=600_000,
+                                               help="close each connection this long after "
+                                                    "the fault began; 0: never")},
+               random=True),
+    ActionSpec("reset", "network", "reset (RST) every connection carrying bytes from `from` to "
+               "`to`, after_ms after its next bytes", link=True, duration="optional",
+               undo="remove the toxic",
+               params={"after_ms": Param("int", default=0, min=0, max=600_000)}, random=True),
+    ActionSpec("slice", "network", "cut bytes from `from` to `to` into pieces of about `bytes` "
+               "bytes, one every delay_us", link=True, duration="optional",
+               undo="remove the toxic",
+               params={"bytes": Param("int", required=True, min=1, max=1 << 20),
+                       "variation": Param("int", default=0, min=0, max=1 << 20,
+                                          help="+- bytes around `bytes`"),
+                       "delay_us": Param("int", default=0, min=0, max=1_000_000)},
+               random=True, random_params={"bytes": 64, "delay_us": 10}),
+    ActionSpec("limit-data", "network", "close each connection carrying bytes from `from` to "
+               "`to` once it has carried `bytes` bytes", link=True, duration="optional",
+               undo="remove the toxic",
+               params={"bytes": Param("int", required=True, min=0, max=1 << 40)},
+               random=True, random_params={"bytes": 65536}),
     ActionSpec("heal", "heal", "remove every network fault"),
     ActionSpec("kill", "process", "SIGKILL the target", target=True, duration="optional",
-               undo="start",
+               undo="start", random=True,
                params={"lose_unsynced": Param("bool", default=False,
                                               help="drop writes not yet fsynced")}),
     ActionSpec("stop", "process", "SIGTERM the target", target=True, duration="optional",
-               undo="start"),
+               undo="start", random=True),
     ActionSpec("start", "process", "start the target", target=True),
     ActionSpec("restart", "process", "stop (TERM or KILL) then start the target", target=True,
+               random=True,
                params={"signal": Param("enum", default="TERM", choices=("TERM", "KILL")),
                        "lose_unsynced": Param("bool", default=False)}),
     ActionSpec("pause", "process", "SIGSTOP the target", target=True, duration="optional",
-               undo="resume"),
+               undo="resume", random=True),
     ActionSpec("resume", "process", "SIGCONT the target", target=True),
     ActionSpec("disk-stall", "disk", "stall the target's disk writes/fsyncs", target=True,
-               duration="required", undo="unstall",
+               duration="required", undo="unstall", random=True,
                params={"ops": Param("enum", default="all", choices=("write", "fsync", "all"))}),
     ActionSpec("disk-sync", "disk", "write the target's unsynced pages out, as the kernel's "
                "periodic writeback does (what a later kill with lose_unsynced keeps)",
                target=True),
+    ActionSpec("corrupt-file", "file", "damage one file of the target's data dir while it is "
+               "stopped: flip random bits in it or cut its tail (a segment, its index or a "
+               "checkpoint); the broker must detect it when it starts, repair or refuse to "
+               "start, and never serve the damage", target=True,
+               params={"file": Param("enum", required=True, choices=(
+                           "segment", "index", "leader-epoch-checkpoint",
+                           "replication-offset-checkpoint"),
+                           help="segment and index: the partition's newest"),
+                       "partition": Param("partition", help="for all but "
+                                          "replication-offset-checkpoint"),
+                       "how": Param("enum", default="flip", choices=("flip", "truncate")),
+                       "bytes": Param("int", default=1, min=1, max=1 << 20,
+                                      help="flip: bytes with one flipped bit; truncate: bytes "
+                                           "cut off the end")}),
     ActionSpec("elect-preferred", "leadership", "preferred-leader election (ElectLeaders)",
+               random=True,
                params={"partitions": Param("partitions", default=(),
                                            help="default: every partition")}),
     ActionSpec("reassign", "leadership", "reassign a partition to new replicas",
@@ -82,3 +135,6 @@ _ACTIONS = [
 ]
 
 ACTIONS: dict[str, ActionSpec] = {a.name: a for a in _ACTIONS}
+# What `nemesis: {mode: random, kinds: [...]}` may name (start/resume/heal are the schedule's
+# own business; reassign has no client yet).
+RANDOM_KINDS: tuple[str, ...] = tuple(a.name for a in _ACTIONS if a.random)

@@ -50,7 +50,10 @@ def _validate(paths: list[str], overrides: dict[str, str]) -> int:
             continue
         faults = (f"random nemesis ({', '.join(plan.nemesis.kinds)})"
                   if plan.nemesis.mode == "random" else f"{len(plan.faults)} step(s)")
-        print(f"OK {path}: {plan.name}, {plan.cluster.brokers} broker(s), {faults}")
+        print(f"OK {path}: {plan.name}, {plan.cluster.brokers} broker(s), {faults}, "
+              f"Kafka {plan.cluster.emulated_version()}")
+        for note in plan.notes:
+            print(f"note: {note}")
     return status
 
 

@@ -13,10 +13,11 @@ Semantics the run must keep:
 - `modes`: named variants of the plan (a documented scenario's `legacy` and `fixed`), each a set
   of overrides applied exactly like `--set` before the user's, so a run records its mode in its
   overrides and `--replay` repeats it; `mode_overrides` gives them.
-- `expected`: anomaly -> Expectation. Verdict (HISTORY.md): as-expected when every named
-  anomaly matches its expression, whatever the unnamed ones show (a scenario names what its
-  story is about; `valid` still reports everything); with no expectations, as-expected
-  exactly when valid.
+- `expected`: anomaly -> Expectation (harness.checker.expectations, the one type; the run
+  hands these to the checker as they are). Verdict (HISTORY.md, `expectations.judge`):
+  as-expected when every named anomaly matches its expression, whatever the unnamed ones show
+  (a scenario names what its story is about; `valid` still reports everything); with no
+  expectations, as-expected exactly when valid.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.checker.expectations import COMPARISONS
+from harness.checker.expectations import Expectation
 from harness.plan.conditions import Condition
 from harness.plan.targets import Target
 
@@ -47,6 +48,21 @@ class ClusterSpec:
     controllers: int = 1
     topics: tuple[TopicSpec, ...] = ()
     switches: dict[str, str] = field(default_factory=dict)  # validated by the broker
+    # The Kafka release whose behaviour the cluster emulates (broker_app/kafka_versions.py);
+    # None: the default (today's Kafka). Explicit version switches override one field each.
+    kafka_version: str | None = None
+
+    def emulated_version(self) -> str:
+        from broker_app.kafka_versions import DEFAULT_VERSION
+
+        return self.kafka_version or DEFAULT_VERSION
+
+    def version_switches(self) -> dict[str, str]:
+        """Every version-governed switch as the brokers and controller will run it."""
+        from broker_app.kafka_versions import SWITCH_NAMES, resolve
+
+        return resolve(self.kafka_version,
+                       {k: v for k, v in self.switches.items() if k in SWITCH_NAMES})
 
     def partitions(self) -> dict[str, int]:
         """Every partition name -> its replication factor."""
@@ -137,19 +153,6 @@ class NemesisSpec:
 
 
 @dataclass(frozen=True)
-class Expectation:
-    anomaly: str
-    op: str
-    value: int
-
-    def matches(self, count: int) -> bool:
-        return COMPARISONS[self.op](count, self.value)
-
-    def __str__(self) -> str:
-        return f"{self.op} {self.value}"
-
-
-@dataclass(frozen=True)
 class ModeSpec:
     """One variant of a plan: broker switches, other overrides and what it must show."""
 
@@ -162,6 +165,7 @@ class ModeSpec:
     # On the replicas' logs collected after the run (data/): offsets held by two replicas with
     # different values (L2's divergence, which clients may never read). None: not checked.
     diverged_offsets: Expectation | None = None
+    line: int | None = None  # where the mode starts in the plan file
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,8 @@ class Plan:
     overrides: dict[str, str] = field(default_factory=dict)  # the --set values applied
     modes: dict[str, ModeSpec] = field(default_factory=dict)
     title: str = ""  # one line, e.g. for `highwater scenario list`
+    # file:line notes the loader wants shown (e.g. a switch overriding the kafka_version preset)
+    notes: tuple[str, ...] = ()
 
     def expected_text(self) -> dict[str, str]:
         """`expected` as results.json writes it, e.g. {"lost-write": "> 0"}."""

@@ -2,11 +2,13 @@
 
 `generate(plan)` turns `nemesis: {mode: random, ...}` into ordinary `Step`s with `at` and,
 for faults that can be undone, `duration` (the start/stop pair): quiet gap, fault, quiet
-gap, fault... Gaps and fault lengths are drawn around `interval_s` and `fault_duration_s`
-(x0.5..x1.5); each fault's kind, role target and partition are drawn from the plan's lists.
-The same seed and plan give the same schedule; the seed is printed in the report so a run
-can be replayed. Targets stay roles (leader of t-0, minority...): the run resolves them when
-the step fires, with `targets.step_rng(seed, i)`.
+gap, fault... It draws from the action table (`ActionSpec.random`, harness/plan/actions.py),
+the table the scripted steps and the nemesis handlers use too. Gaps and fault lengths are
+drawn around `interval_s` and `fault_duration_s` (x0.5..x1.5); each fault's kind, role
+target and partition are drawn from the plan's lists. The same seed and plan give the same
+schedule; the seed is printed in the report so a run can be replayed. Targets stay roles
+(leader of t-0, minority...): the run resolves them when the step fires, with
+`targets.step_rng(seed, i)`.
 """
 
 from __future__ import annotations
@@ -19,11 +21,6 @@ from harness.plan.actions import ACTIONS
 from harness.plan.model import ClusterSpec, NemesisSpec, Plan, Step
 from harness.plan.targets import Target, minority_size
 
-# Required parameters the schedule fills in when the plan's nemesis.params does not.
-DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
-    "latency": {"ms": 200, "jitter_ms": 50},
-    "bandwidth": {"kbps": 64},
-}
 _PARTITION_ROLES = ("leader", "follower", "followers")
 
 
@@ -91,7 +88,7 @@ def schedule(n: NemesisSpec, cluster: ClusterSpec, seed: int, horizon_s: float
         elif spec.target:
             kw["target"] = target
         params = {p: v.default for p, v in spec.params.items()}
-        params.update(DEFAULT_PARAMS.get(kind, {}))
+        params.update(spec.random_params)  # the table's values for required params
         params.update(n.params.get(kind, {}))
         kw["params"] = params
         steps.append(Step(**kw))

@@ -57,6 +57,7 @@ class PartitionState:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     replica_states: dict[int, ReplicaState] = field(default_factory=dict)
+    elr: tuple[int, ...] = ()  # KIP-966 eligible leader replicas (controller's view)
 
     @property
     def name(self) -> str:

@@ -3,7 +3,9 @@
 Contract: `load_run(run_dir)` reads plan.yaml, run.json, results.json, history.jsonl and
 states.jsonl (each may be missing or partly malformed: the report then says so in `warnings`,
 naming file:line) and returns a `RunData`:
-- `sends`: one `OpPoint` per completed send (invoke time, latency, completion type, indexes);
+- `sends`: a `Sends` summary of the completed sends, built while streaming: counts per
+  completion type, completions per second, and a bounded sample of `OpPoint`s (every fail/info
+  up to a cap, ok sends evenly decimated), so a 10^7-send history does not sit in memory;
 - `faults`: nemesis windows, a `start` matched with the next `stop` of the same fault name and
   value (an unmatched start lasts to the end of the run);
 - `excerpt`: the raw history lines around every example index of results.json (only those
@@ -20,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.report.states import StateSample, read_states
 from harness.store import RunDir, StoreError
+from harness.store.history import read_history
+from harness.store.states import StateSample, read_states
 
 NS = 1e9
 EXCERPT_CONTEXT = 4  # history lines shown either side of an example index
@@ -35,6 +38,49 @@ class OpPoint:
     invoke_index: int
     index: int  # the completion's index
     end_s: float
+
+
+class Sends:
+    """Completed sends, summarized as they stream by (bounded memory, whatever the history).
+
+    Keeps: `by_type` counts, completions per whole second per type (`per_second`), up to `cap`
+    fail/info points (the first ones) and at most 2*`cap` ok points: every `step`-th ok send,
+    `step` doubling whenever the kept ones reach 2*cap (so the kept oks stay evenly spread)."""
+
+    def __init__(self, cap: int = 6000) -> None:
+        self.cap = cap
+        self.by_type: dict[str, int] = {"ok": 0, "fail": 0, "info": 0}
+        self.per_second: dict[str, list[int]] = {t: [] for t in self.by_type}
+        self.rare: list[OpPoint] = []
+        self.oks: list[OpPoint] = []
+        self.step = 1
+        self._n = 0
+
+    def append(self, p: OpPoint) -> None:
+        self._n += 1
+        if p.type not in self.by_type:
+            return
+        self.by_type[p.type] += 1
+        bins = self.per_second[p.type]
+        sec = max(0, int(p.end_s))
+        if sec >= len(bins):
+            bins.extend([0] * (sec + 1 - len(bins)))
+        bins[sec] += 1
+        if p.type != "ok":
+            if len(self.rare) < self.cap:
+                self.rare.append(p)
+        elif (self.by_type["ok"] - 1) % self.step == 0:
+            self.oks.append(p)
+            if len(self.oks) >= 2 * self.cap:
+                self.oks = self.oks[::2]
+                self.step *= 2
+
+    def points(self) -> list[OpPoint]:
+        """The kept sample, in time order."""
+        return sorted(self.rare + self.oks, key=lambda p: p.time_s)
+
+    def __len__(self) -> int:
+        return self._n
 
 
 @dataclass(frozen=True)
@@ -77,7 +123,7 @@ class RunData:
     plan_text: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
     results: dict[str, Any] | None = None
-    sends: list[OpPoint] = field(default_factory=list)
+    sends: Sends = field(default_factory=Sends)
     polls: int = 0
     faults: list[FaultWindow] = field(default_factory=list)
     excerpt: dict[int, str] = field(default_factory=dict)
@@ -148,36 +194,37 @@ def _read_history(path: Path, data: RunData, max_warnings: int = 20) -> None:
     in_flight: dict[Any, dict[str, Any]] = {}
     open_faults: dict[tuple[str, str], list[tuple[float, int, Any]]] = defaultdict(list)
     bad = 0
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for lineno, text in enumerate(fh, start=1):
-            try:
-                op = json.loads(text)
-                index, t = int(op["index"]), op["time"] / NS
-                process, typ, f = op["process"], op["type"], op["f"]
-            except (ValueError, KeyError, TypeError) as e:
-                bad += 1
-                if bad <= max_warnings:
-                    data.warnings.append(f"{path}:{lineno}: skipped: {type(e).__name__} {e}")
-                continue
-            data.ops += 1
-            data.end_s = max(data.end_s, t)
-            if index in wanted:
-                data.excerpt[index] = text.rstrip("\n")
-            if process == "nemesis":
-                key = (f, json.dumps(op.get("value"), sort_keys=True))
-                if op.get("phase") == "start":
-                    open_faults[key].append((t, index, op.get("value")))
-                elif op.get("phase") == "stop":
-                    _close_fault(data, open_faults, key, t)
-                continue
-            if typ == "invoke":
-                in_flight[process] = {"t": t, "index": index}
-            elif (inv := in_flight.pop(process, None)) is not None:
-                if f == "send":
-                    data.sends.append(OpPoint(inv["t"], (t - inv["t"]) * 1e3, typ,
-                                              inv["index"], index, t))
-                elif f == "poll":
-                    data.polls += 1
+    for line in read_history(path, errors="replace"):
+        op, text, lineno = line.op, line.text, line.lineno
+        try:
+            if op is None:
+                raise ValueError(line.error)
+            index, t = int(op["index"]), op["time"] / NS
+            process, typ, f = op["process"], op["type"], op["f"]
+        except (ValueError, KeyError, TypeError) as e:
+            bad += 1
+            if bad <= max_warnings:
+                data.warnings.append(f"{path}:{lineno}: skipped: {type(e).__name__} {e}")
+            continue
+        data.ops += 1
+        data.end_s = max(data.end_s, t)
+        if index in wanted:
+            data.excerpt[index] = text
+        if process == "nemesis":
+            key = (f, json.dumps(op.get("value"), sort_keys=True))
+            if op.get("phase") == "start":
+                open_faults[key].append((t, index, op.get("value")))
+            elif op.get("phase") == "stop":
+                _close_fault(data, open_faults, key, t)
+            continue
+        if typ == "invoke":
+            in_flight[process] = {"t": t, "index": index}
+        elif (inv := in_flight.pop(process, None)) is not None:
+            if f == "send":
+                data.sends.append(OpPoint(inv["t"], (t - inv["t"]) * 1e3, typ,
+                                          inv["index"], index, t))
+            elif f == "poll":
+                data.polls += 1
     if bad > max_warnings:
         data.warnings.append(f"{path}: {bad - max_warnings} more malformed lines skipped")
     for (f, _), starts in open_faults.items():
@@ -209,26 +256,52 @@ def leader_changes(samples: list[StateSample]) -> list[LeaderChange]:
     return out
 
 
-def throughput(points: list[OpPoint], end_s: float, bins: int = 60
+def isr_elr_changes(samples: list[StateSample]
+                    ) -> list[tuple[float, int, int, tuple[int, ...], tuple[int, ...]]]:
+    """(time s, leader, epoch, ISR, ELR) as leaders reported them, one entry per change;
+    reports from a leader of an older epoch than the last entry are ignored (stale)."""
+    out: list[tuple[float, int, int, tuple[int, ...], tuple[int, ...]]] = []
+    for s in samples:
+        if s.role != "leader" or (out and s.epoch < out[-1][2]):
+            continue
+        key = (s.node, s.epoch, tuple(sorted(s.isr)), tuple(sorted(s.elr)))
+        if not out or out[-1][1:] != key:
+            out.append((s.time / NS, *key))
+    return out
+
+
+def throughput(points: list[OpPoint] | Sends, end_s: float, bins: int = 60
                ) -> tuple[float, dict[str, list[tuple[float, float]]]]:
-    """(bin width in s, type -> [(bin start, completions/s)]) for completion times."""
+    """(bin width in s, type -> [(bin start, completions/s)]) for completion times.
+
+    From a `Sends`, whole-second counts are summed into the bins: exact for the usual integer
+    widths; a width above 600 s (runs over 10 hours) puts each second in the bin of its start."""
     width = max(end_s, 1e-3) / bins
     # At least 1 s: finer bins only show the quantisation of a steady rate.
     nice = next((w for w in (1, 2, 5, 10, 30, 60, 300, 600) if w >= width), width)
     n = int(end_s // nice) + 1
     counts = {t: [0] * n for t in ("ok", "fail", "info")}
-    for p in points:
-        if p.type in counts:
-            counts[p.type][min(n - 1, int(p.end_s // nice))] += 1
+    if isinstance(points, Sends):
+        for typ, per_second in points.per_second.items():
+            for sec, k in enumerate(per_second):
+                counts[typ][min(n - 1, int(sec // nice))] += k
+    else:
+        for p in points:
+            if p.type in counts:
+                counts[p.type][min(n - 1, int(p.end_s // nice))] += 1
     return nice, {t: [(i * nice, c / nice) for i, c in enumerate(cs)] for t, cs in counts.items()}
 
 
-def thin(points: list[OpPoint], limit: int = 6000) -> tuple[list[OpPoint], int]:
-    """At most `limit` points: every fail/info kept, ok points evenly subsampled."""
+def thin(points: list[OpPoint] | Sends, limit: int = 6000) -> tuple[list[OpPoint], int]:
+    """At most `limit` points: every fail/info kept, ok points evenly subsampled; the count
+    returned is of all sends (a `Sends` gives its already bounded sample)."""
+    if isinstance(points, Sends):
+        shown, _ = thin(points.points(), limit)
+        return shown, len(points)
     if len(points) <= limit:
         return points, len(points)
     rare = [p for p in points if p.type != "ok"][:limit]
     oks = [p for p in points if p.type == "ok"]
     room = max(0, limit - len(rare))
-    step = max(1, -(-len(oks) // room)) if room else len(oks) + 1
-    return sorted(rare + oks[::step], key=lambda p: p.time_s), len(points)
+    kept = oks[:: max(1, -(-len(oks) // room))] if room else []  # no room: no ok at all
+    return sorted(rare + kept, key=lambda p: p.time_s), len(points)

@@ -5,7 +5,8 @@ few lines of inline script that only open the collapsed history excerpt an examp
 into (the page is fully readable without it). Nothing is fetched. Every value from the run's
 files is HTML-escaped. Anchors: `#op-<index>` is the history line with that index (present for
 every example index of results.json and the lines around it), `#anomalies`, `#plots`,
-`#partition-<topic>-<n>`, `#replicas` (the collected replica logs compared offset by offset,
+`#partition-<topic>-<n>`, `#loop-lag` (only when a broker's event loop lagged >= 1 s),
+`#replicas` (the collected replica logs compared offset by offset,
 when the run kept 2+ replicas' data), `#history`, `#plan`.
 """
 
@@ -18,9 +19,17 @@ from typing import Any
 
 from harness.checker.history import ANOMALIES, INFORMATIONAL
 from harness.replica_logs import diverged_offsets, partitions, replica_logs
-from harness.report.data import NS, FaultWindow, RunData, example_indexes, thin, throughput
-from harness.report.states import StateSample
+from harness.report.data import (
+    NS,
+    FaultWindow,
+    RunData,
+    example_indexes,
+    isr_elr_changes,
+    thin,
+    throughput,
+)
 from harness.report.svg import OK, PALETTE, TYPE_COLOURS, Chart
+from harness.store.states import StateSample
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;
@@ -69,6 +78,7 @@ def render(data: RunData) -> str:
         _verdict(data),
         _anomalies(data),
         _plots(data),
+        _elections(data),
         _replicas(data),
         _history(data),
         _plan(data),
@@ -92,6 +102,12 @@ def _meta(data: RunData) -> str:
     desc = (data.plan or {}).get("description")
     if desc:
         parts.insert(0, _e(desc))
+    version = (data.meta or {}).get("kafka_version")
+    if version:
+        switches = (data.meta or {}).get("version_switches") or {}
+        detail = ", ".join(f"{k} {v}" for k, v in switches.items())
+        parts.append(f'emulating Kafka <code id="kafka-version">{_e(version)}</code>'
+                     + (f" ({_e(detail)})" if detail else ""))
     return '<p class="meta">' + "<br>".join(parts) + "</p>"
 
 
@@ -165,7 +181,7 @@ def _plots(data: RunData) -> str:
         _shade(chart, data.faults)
         for typ in ("ok", "fail", "info"):
             pts = [(p.time_s, p.latency_ms) for p in shown if p.type == typ]
-            n = sum(1 for p in data.sends if p.type == typ)
+            n = data.sends.by_type[typ]
             chart.points(pts, TYPE_COLOURS[typ], label=f"{typ} ({n})", css_class=f"pt {typ}")
         if len(shown) < total:
             chart.note(f"showing {len(shown)} of {total} sends (all fail/info kept)")
@@ -187,7 +203,55 @@ def _plots(data: RunData) -> str:
     for name, samples in sorted(data.states.items()):
         out.append(f'<h3 id="partition-{_e(name)}">{_e(name)}: HW and LEO per replica</h3>')
         out.append(_partition_chart(name, samples, data, end))
+    out.append(_loop_lag(data, end))
     return "\n".join(out)
+
+
+LOOP_LAG_DRAW_MS = 1000  # a broker's event loop blocked this long: heartbeats and clients waited
+
+
+def _loop_lag(data: RunData, end: float) -> str:
+    """Event-loop lag per broker, drawn only when some poll saw it reach LOOP_LAG_DRAW_MS."""
+    by_node: dict[int, dict[int, int]] = {}
+    for samples in data.states.values():
+        for s in samples:
+            if s.loop_lag_ms is not None:
+                by_node.setdefault(s.node, {})[s.time] = s.loop_lag_ms
+    worst = max((v for lags in by_node.values() for v in lags.values()), default=0)
+    if worst < LOOP_LAG_DRAW_MS:
+        return ""
+    chart = Chart("broker event-loop lag", (0, end), (0, worst * 1.1), y_label="lag (ms)",
+                  css_class="chart loop-lag", ident="loop-lag")
+    _shade(chart, data.faults)
+    for i, (node, lags) in enumerate(sorted(by_node.items())):
+        pts = [(t / NS, v) for t, v in sorted(lags.items())]
+        for j, seg in enumerate(_segments(pts)):
+            chart.line(seg, PALETTE[i % len(PALETTE)], label=f"b{node}" if j == 0 else None,
+                       width=1.5)
+    return (f'<h3 id="loop-lag">Broker event-loop lag (max {worst} ms)</h3><p class="warn">'
+            f"A broker's event loop was blocked for at least {LOOP_LAG_DRAW_MS} ms: heartbeats, "
+            "metadata, replication and client requests all waited (issue 18).</p>"
+            + chart.render())
+
+
+def _elections(data: RunData, limit: int = 40) -> str:
+    """Who led, with which ISR and ELR (KIP-966), as each leader reported it: one row per
+    change of (leader, epoch, ISR, ELR)."""
+    out = []
+    for name, samples in sorted(data.states.items()):
+        rows = [f'<tr><td class="num">{t:.1f}</td><td>b{node}</td><td class="num">{epoch}</td>'
+                f"<td>{_e(list(isr))}</td><td>{_e(list(elr))}</td></tr>"
+                for t, node, epoch, isr, elr in isr_elr_changes(samples)]
+        if rows:
+            more = f"<p>({len(rows) - limit} more)</p>" if len(rows) > limit else ""
+            out.append(f'<h3 id="elections-{_e(name)}">{_e(name)}</h3><table class="anomalies">'
+                       "<tr><th>s</th><th>leader</th><th>epoch</th><th>ISR</th><th>ELR</th></tr>"
+                       + "".join(rows[:limit]) + f"</table>{more}")
+    if not out:
+        return ""
+    return ('<h2 id="elections">Leaders, ISR and ELR</h2><p>As each leader reported them: '
+            "who was elected, the ISR, and the eligible leader replicas (KIP-966; empty before "
+            "Kafka 4.1).</p>" + "".join(out))
 
 
 def _replicas(data: RunData, examples: int = 20) -> str:

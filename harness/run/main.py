@@ -22,7 +22,6 @@ Contract:
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import random
 import sys
@@ -73,17 +72,35 @@ def _switch_flags(switches: dict[str, str]) -> list[str]:
     return out
 
 
+def _process_flags(cluster: Any) -> tuple[list[str], list[str]]:
+    """(broker flags, controller flags) of a ClusterSpec: `--kafka-version V` to both, each
+    version switch to the processes that take it (broker_app/kafka_versions.py), every other
+    switch to the brokers."""
+    from broker_app.kafka_versions import SWITCHES
+
+    takes = {s.name: s.processes for s in SWITCHES}
+    broker = {k: v for k, v in cluster.switches.items() if "broker" in takes.get(k, ("broker",))}
+    controller = {k: v for k, v in cluster.switches.items() if "controller" in takes.get(k, ())}
+    version = ["--kafka-version", cluster.kafka_version] if cluster.kafka_version else []
+    return [*version, *_switch_flags(broker)], [*version, *_switch_flags(controller)]
+
+
 def _resolve_inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], int | None,
                                                          float | None]:
     """(plan path, overrides, seed, duration) from the arguments or the replayed run."""
     from harness.plan.loader import parse_overrides
 
     if args.replay:
-        meta_path = Path(args.replay) / "run.json"
+        from harness.store import StoreError
+        from harness.store.meta import META_FILE, read_meta
+
+        meta_path = Path(args.replay) / META_FILE
+        if not meta_path.is_file():
+            raise RunAborted(f"--replay {args.replay}: cannot read {meta_path}: no such file")
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RunAborted(f"--replay {args.replay}: cannot read {meta_path}: {exc}") from exc
+            meta = read_meta(args.replay)
+        except StoreError as exc:
+            raise RunAborted(f"--replay {args.replay}: {exc}") from exc
         if "plan_source" not in meta:
             raise RunAborted(f"--replay: {meta_path} has no plan_source")
         seed = args.seed if args.seed is not None else meta.get("seed")
@@ -149,9 +166,16 @@ class Runner:
             overrides=self.overrides, duration_s=self.duration, argv=sys.argv,
             run_id=self.run_id, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             steps=[s.name for s in self.steps],
+            kafka_version=self.plan.cluster.emulated_version(),
+            version_switches=self.plan.cluster.version_switches(),
         )
         print(f"highwater run: plan {self.plan.name}, seed {self.seed}, "
               f"run dir {self.run_dir.path}")
+        for note in self.plan.notes:
+            print(f"highwater run: note: {note}")
+        sw = self.plan.cluster.version_switches()
+        print(f"highwater run: emulating Kafka {self.plan.cluster.emulated_version()} ("
+              + ", ".join(f"{k} {v}" for k, v in sw.items()) + ")")
         try:
             self._carry_out()
         except RunAborted as exc:
@@ -182,12 +206,12 @@ class Runner:
 
     def _carry_out(self) -> None:
         from harness.client import ProcessIds, drain
-        from harness.generator import all_partitions, workload_from_plan
         from harness.nemesis import Nemesis
-        from harness.report.states import StatesWriter
         from harness.run.observed import ObservedCluster
         from harness.run.progress import Progress
         from harness.state_poller import StatePoller, settled
+        from harness.store.states import StatesWriter
+        from harness.workload import all_partitions, workload_from_plan
 
         plan = self.plan
         history = self.run_dir.history_writer()
@@ -196,10 +220,11 @@ class Runner:
         t_workload = [time.monotonic()]
         poller = wl = nemesis = progress = None
         try:
+            broker_args, controller_args = _process_flags(plan.cluster)
             cluster = ObservedCluster(
                 self.run_id, brokers=plan.cluster.brokers, controller=True,
-                store_dir=self.run_dir.path, broker_args=_switch_flags(plan.cluster.switches),
-                disk_faults=self._needs_disk(),
+                store_dir=self.run_dir.path, broker_args=broker_args,
+                disk_faults=self._needs_disk(), controller_args=controller_args,
             )
             print(f"highwater run: starting cluster {self.run_id} "
                   f"({plan.cluster.brokers} brokers, controller, toxiproxy)")
@@ -225,6 +250,13 @@ class Runner:
                 wl.start()
                 nemesis.start(t_workload[0])
                 self._wait_workload_and_faults(wl, nemesis)
+                # While the clients are still connected: every accepted connection must come
+                # through Toxiproxy, or the plan's network faults were no-ops for it.
+                direct = _direct_connections(cluster)
+                bypass = {n: c["direct"] for n, c in direct.items() if c.get("direct")}
+                if bypass:
+                    progress.print(f"WARNING: connections bypass Toxiproxy: {bypass}")
+                self.run_dir.write_meta(direct_connections=direct)
                 progress.phase = "healing"
                 wl.stop(timeout_s=60)
                 nemesis.stop(timeout_s=120)
@@ -279,7 +311,8 @@ class Runner:
         from harness.report import write_report
 
         print("highwater run: checking the history (PySpark)")
-        [res] = check_runs([self.run_dir.path])
+        # The in-memory plan's expectations, as loaded (plan.yaml is the record, not the input).
+        [res] = check_runs([self.run_dir.path], expectations=list(self.plan.expected.values()))
         if res.error is not None or res.results is None:
             return self._abort(f"checker: {res.error}")
         report = write_report(self.run_dir.path)
@@ -293,6 +326,14 @@ class Runner:
         print(f"highwater run: verdict {verdict} (valid={res.results['valid']})")
         print(f"highwater run: report {report}")
         return code
+
+
+def _direct_connections(cluster: Any) -> dict[str, dict[str, Any]]:
+    """cluster.direct_connections(), or the reason it could not be read (never fatal)."""
+    try:
+        return cluster.direct_connections()
+    except Exception as exc:  # docker busy or the API changed: report, do not abort the run
+        return {"*": {"unreadable": f"{type(exc).__name__}: {exc}"}}
 
 
 def create_topics(bootstrap: str, topics: Any, timeout_s: float = TOPIC_CREATE_TIMEOUT_S) -> None:

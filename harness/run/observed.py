@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from harness.cluster import Cluster
-from harness.cluster.topology import CONTROLLER, CONTROLLER_PORT, DATA_DIR
+from harness.cluster.topology import CONTROLLER
 
 ADMIN_PORT = 9095
 REFRESH_S = 1.0
@@ -31,18 +31,13 @@ class ObservedCluster(Cluster):
     def broker_command(self, i: int) -> list[str]:
         return [*super().broker_command(i), "--admin-port", str(ADMIN_PORT)]
 
-    def _create_controller(self, image: str) -> None:
-        command = ["controller", "--port", str(CONTROLLER_PORT), "--host", "0.0.0.0",
-                   "--data-dir", DATA_DIR, "--admin-port", str(ADMIN_PORT)]
-        self._create(image, CONTROLLER, CONTROLLER, command,
-                     {f"{CONTROLLER_PORT}/tcp": ("127.0.0.1", None),
-                      f"{ADMIN_PORT}/tcp": ("127.0.0.1", None)})
+    def controller_command(self) -> list[str]:
+        return [*super().controller_command(), "--admin-port", str(ADMIN_PORT)]
 
-    def _create(self, image: str, node: str, role: str, command: list[str],
-                ports: Any, **extra: Any) -> Any:
-        if role == "broker":
-            ports = {**dict(ports), f"{ADMIN_PORT}/tcp": ("127.0.0.1", None)}
-        return super()._create(image, node, role, command, ports, **extra)
+    def extra_ports(self, role: str) -> dict[str, Any]:
+        if role in ("broker", CONTROLLER):
+            return {f"{ADMIN_PORT}/tcp": ("127.0.0.1", None)}
+        return {}
 
     def admin_endpoints(self, refresh: bool = False) -> dict[str, str]:
         """node -> 127.0.0.1:<published admin port>, for the nodes whose container runs."""
@@ -50,9 +45,9 @@ class ObservedCluster(Cluster):
             stale = time.monotonic() - self._admin_read_at > REFRESH_S
             if refresh and stale or not self._admin:
                 found = {}
-                for node in self._node_names():
+                for node in self.node_names():
                     try:
-                        addr = self._published(self.container(node), ADMIN_PORT)
+                        addr = self.published(node, ADMIN_PORT)
                     except Exception:  # container gone or docker busy: not observable now
                         addr = None
                     if addr:

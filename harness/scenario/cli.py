@@ -40,7 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--min-isr", type=int, action="append", default=None, choices=(1, 2, 3),
                    help="only these min.insync.replicas values (default 1, 2, 3)")
     m.add_argument("--run-id", default=None,
-                   help="docker run id: the cluster for min.insync=M is ID-m<M> (ID for one value)")
+                   help="docker run id: the cluster for min.insync=M is ID-m<M> (Kafka 4.1) or "
+                        "ID-m<M>-k<V> (ID for one cell)")
+    m.add_argument("--kafka-version", action="append", default=None, metavar="V",
+                   help="emulated Kafka versions, repeatable (default 3.9 and 4.1)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,10 +54,17 @@ def run(args: argparse.Namespace) -> int:
             return _list()
         if args.scenario_command == "run":
             return _run(args)
-        from harness.scenario.min_isr import run_matrix
+        from broker_app.kafka_versions import KNOWN_VERSIONS
+        from harness.scenario.min_isr import DEFAULT_VERSIONS, run_matrix, run_suffix
 
         values = args.min_isr or [1, 2, 3]
-        return run_matrix(Path(args.store), values, run_ids(args.run_id, [f"m{m}" for m in values]))
+        versions = list(dict.fromkeys(args.kafka_version or DEFAULT_VERSIONS))
+        bad = [v for v in versions if v not in KNOWN_VERSIONS]
+        if bad:
+            raise ScenarioError(f"--kafka-version: unknown Kafka version {bad[0]!r} "
+                                f"(known: {', '.join(KNOWN_VERSIONS)})")
+        suffixes = [run_suffix(m, v) for v in versions for m in values]
+        return run_matrix(Path(args.store), values, run_ids(args.run_id, suffixes), versions)
     except ScenarioError as e:
         print(f"highwater scenario: {e}", file=sys.stderr)
         return 2
@@ -79,7 +89,8 @@ def _list() -> int:
     from harness.scenario.catalog import scenarios
 
     for s in scenarios():
-        print(f"{s.id:<4} {s.title}  [modes: {', '.join(s.modes)}]")
+        modes = ", ".join(f"{m} (Kafka {s.load(m).cluster.emulated_version()})" for m in s.modes)
+        print(f"{s.id:<4} {s.title}  [modes: {modes}]")
     print("min-isr  RF=3 min.insync.replicas {1,2,3} x acks {0,1,all} matrix  "
           "[highwater scenario min-isr]")
     return 0
@@ -111,6 +122,11 @@ def _run(args: argparse.Namespace) -> int:
     mode = plan.modes[args.mode]
     store = Path(args.store)
     print(f"scenario {sc.id} ({sc.title}), mode {args.mode}: {mode.description}")
+    version = plan.cluster.emulated_version()
+    print(f"emulating Kafka {version}: " + ", ".join(
+        f"{k} {v}" for k, v in plan.cluster.version_switches().items()))
+    for note in plan.notes:
+        print(f"note: {note}")
     outcomes = []
     first_seed = args.seed if args.seed is not None else random.randrange(2**31)
     ids = run_ids(args.run_id, [str(i + 1) for i in range(args.repeat)])
@@ -145,7 +161,7 @@ def _run(args: argparse.Namespace) -> int:
     wants += [f"lost acks={k} {v}" for k, v in mode.lost_by_acks.items()]
     if mode.diverged_offsets is not None:
         wants.append(f"diverged offsets on disk {mode.diverged_offsets}")
-    print(f"{sc.id} {args.mode}: {n_ok}/{args.repeat} runs as the mode expects "
+    print(f"{sc.id} {args.mode} (Kafka {version}): {n_ok}/{args.repeat} runs as the mode expects "
           f"({', '.join(wants)}) "
           f"(reproduction rate {n_ok / args.repeat:.0%}; {args.repeat - n_done} not carried out)")
     out_dir = store / "scenarios"
@@ -153,6 +169,7 @@ def _run(args: argparse.Namespace) -> int:
     summary = out_dir / f"{sc.id}-{args.mode}-{timestamp()}.json"
     summary.write_text(json.dumps({
         "scenario": sc.id, "title": sc.title, "mode": args.mode, "repeat": args.repeat,
+        "kafka_version": version,
         "reproduced": n_ok, "carried_out": n_done, "rate": n_ok / args.repeat,
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": outcomes}, indent=2) + "\n")
     print(f"summary {summary}")

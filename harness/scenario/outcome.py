@@ -1,8 +1,9 @@
 """Did one run of a scenario show what its mode says it must? And the story of that run.
 
 Contract (pure, no docker): `judge(mode, results)` -> Outcome. A run *reproduced* its mode when
-the checker's verdict is as-expected (the mode's `expected` became the plan's) and every
-`lost_by_acks` expectation holds on results.json stats. A run that could not be carried out
+harness.checker.expectations.judge (the one verdict function) says as-expected on results.json's
+anomaly counts and `expected` (the mode's `expected` became the plan's) together with the mode's
+`lost_by_acks` on results.json stats. A run that could not be carried out
 (no results) never counts as reproduced. `story(run_dir)` renders the fault timeline and the
 lost / divergent messages with their offsets from history.jsonl, results.json and run.json.
 Modes with `diverged_offsets` are judged on the replicas' own logs (harness.replica_logs): the
@@ -11,13 +12,18 @@ divergence of L2, visible on disk even when no client reads both replicas.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.checker.expectations import AS_EXPECTED, parse_expected
+from harness.checker.expectations import judge as judge_run
 from harness.plan.model import ModeSpec
 from harness.replica_logs import diverged_offsets, replica_logs
+from harness.store.history import HISTORY_FILE, read_history
+from harness.store.meta import read_meta
+from harness.store.results import read_results
+from harness.store.states import STATES_FILE
 
 # The anomalies a scenario story prints messages for, in this order.
 STORY_ANOMALIES = ("lost-write", "inconsistent-offset", "uncommitted-read")
@@ -38,29 +44,34 @@ def judge(mode: ModeSpec, results: dict[str, Any] | None,
         return Outcome(False, False, why="the run could not be carried out (no results.json)")
     counts = {k: int(v["count"]) for k, v in results.get("anomalies", {}).items() if v["count"]}
     lost = {str(k): int(v) for k, v in results.get("stats", {}).get("lost_by_acks", {}).items()}
-    misses = []
-    if results.get("verdict") != "as-expected":
-        expected = results.get("expected", {})
-        misses += [f"{a} {e} (got {counts.get(a, 0)})" for a, e in expected.items()]
-    for acks, exp in mode.lost_by_acks.items():
-        if not exp.matches(lost.get(acks, 0)):
-            misses.append(f"lost acks={acks} {exp} (got {lost.get(acks, 0)})")
+    diverged = None
     if mode.diverged_offsets is not None:
-        n = len(diverged_offsets(replica_logs(run_dir))) if run_dir is not None else 0
-        counts["diverged-offsets"] = n
-        if not mode.diverged_offsets.matches(n):
-            misses.append(f"diverged offsets on disk {mode.diverged_offsets} (got {n})")
-    why = "as expected" if not misses else "expected " + "; ".join(misses)
-    return Outcome(not misses, True, counts, lost, why)
+        diverged = len(diverged_offsets(replica_logs(run_dir))) if run_dir is not None else 0
+        counts["diverged-offsets"] = diverged
+    # The one verdict function, on the expectations results.json recorded (the mode's, since
+    # the mode's `expected` became the plan's) plus the mode's own lost_by_acks and divergence.
+    j = judge_run(bool(results.get("valid")), counts,
+                  parse_expected(results.get("expected") or {}, "results.json expected"),
+                  lost_by_acks=lost, lost_expectations=mode.lost_by_acks,
+                  diverged=diverged, diverged_expectation=mode.diverged_offsets)
+    why = "as expected" if not j.misses else "expected " + "; ".join(j.misses)
+    return Outcome(j.verdict == AS_EXPECTED, True, counts, lost, why)
 
 
-def _read_jsonl(path: Path) -> dict[int, dict[str, Any]]:
+def _read_ops(path: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:
+    """The history ops whose index is in `wanted`, streaming the file: a 10^7-op history is
+    read line by line and only the few ops a story names are parsed and kept."""
     out: dict[int, dict[str, Any]] = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                op = json.loads(line)
-                out[int(op.get("index", len(out)))] = op
+    if not path.is_file() or not wanted:
+        return out
+    # Lines are written in index order (HISTORY.md), so line n holds index n-1; parse only
+    # those lines and trust the parsed index over the position.
+    for line in read_history(path, lines={i + 1 for i in wanted}):
+        if line.op is None:
+            continue
+        out[int(line.op.get("index", line.lineno - 1))] = line.op
+        if len(out) == len(wanted):
+            break
     return out
 
 
@@ -80,21 +91,42 @@ def _describe_op(op: dict[str, Any] | None) -> str:
     return f"{op.get('f')} {op.get('type')}"
 
 
+def _leaders(run_dir: Path) -> list:
+    from harness.report.data import isr_elr_changes
+    from harness.store.states import read_states
+
+    samples, _ = read_states(run_dir / STATES_FILE)
+    by_partition: dict[str, list] = {}
+    for s in samples:
+        by_partition.setdefault(s.name, []).append(s)
+    return [c for _, ss in sorted(by_partition.items()) for c in isr_elr_changes(ss)]
+
+
 def story(run_dir: Path, examples: int = 5) -> str:
     """The fault timeline and up to `examples` messages per anomaly, one per line."""
     lines: list[str] = []
-    meta_path, res_path = run_dir / "run.json", run_dir / "results.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    meta = read_meta(run_dir)
     lines.append("fault timeline:")
     for ev in meta.get("nemesis_events", []):
         lines.append(f"  {ev['elapsed_s']:7.1f}s {ev['kind']:<7} {ev['step']}: {ev['text']}")
     if not meta.get("nemesis_events"):
         reason = f": {meta['reason']}" if "reason" in meta else ""
         lines.append(f"  (no fault events recorded{reason})")
-    if not res_path.is_file():
+    changes = _leaders(run_dir)
+    if changes:
+        lines.append("leaders (ISR, ELR as the leader reported them):")
+        lines += [f"  {t:7.1f}s b{node} epoch {epoch}: ISR {list(isr)} ELR {list(elr)}"
+                  for t, node, epoch, isr, elr in changes[:20]]
+    results = read_results(run_dir)
+    if results is None:
         return "\n".join(lines)
-    results = json.loads(res_path.read_text())
-    history = _read_jsonl(run_dir / "history.jsonl")
+    wanted = {
+        int(i)
+        for name in STORY_ANOMALIES
+        for ex in results.get("anomalies", {}).get(name, {}).get("examples", [])[:examples]
+        for i in (ex if isinstance(ex, list) else [ex])
+    }
+    history = _read_ops(run_dir / HISTORY_FILE, wanted)
     for name in STORY_ANOMALIES:
         a = results.get("anomalies", {}).get(name, {})
         if not a.get("count"):

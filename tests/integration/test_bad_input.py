@@ -12,7 +12,7 @@ from kio.schema.metadata.v1 import MetadataRequest as MetadataRequestV1
 from kio.schema.metadata.v1.request import MetadataRequestTopic
 from kio.serial import entity_reader
 
-from broker_app.protocol.apis import SUPPORTED_APIS
+from broker_app.protocol.apis import ADVERTISED_APIS
 from broker_app.protocol.codec import encode_request, request_class
 from broker_app.protocol.entities import build
 from broker_app.protocol.error_codes import Errors
@@ -97,7 +97,7 @@ def test_api_versions_unsupported_version_gets_v0_error_with_ranges(broker) -> N
     assert corr == 5
     assert body.error_code.value == Errors.UNSUPPORTED_VERSION
     ranges = {a.api_key: (a.min_version, a.max_version) for a in body.api_keys}
-    assert ranges == {k: tuple(v) for k, v in SUPPORTED_APIS.items()}
+    assert ranges == {k: tuple(v) for k, v in ADVERTISED_APIS.items()}
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import signal
+import struct
 import threading
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from broker_app.protocol.apis import SUPPORTED_APIS
 from broker_app.protocol.codec import request_class
@@ -121,3 +122,43 @@ def test_highwater_broker_command_serves_and_stops(tmp_path: Path) -> None:
         assert b.signal(signal.SIGTERM) == 0
     finally:
         b.stop()
+
+
+def test_list_offsets_max_timestamp_with_a_real_client(broker) -> None:
+    """KIP-734 (-3) through confluent-kafka's AdminClient.list_offsets, including a batch whose
+    header maxTimestamp matches none of its records (issue 18: it closed the connection)."""
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    from broker_app.storage.records import CRC_OFFSET, build_batch, compute_crc
+
+    create_topic(broker.bootstrap, "maxts")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+    def max_ts() -> tuple[int, int]:
+        tp = TopicPartition("maxts", 0)
+        info = admin.list_offsets({tp: OffsetSpec.max_timestamp()}, request_timeout=10)[tp]
+        r = info.result(timeout=30)
+        return r.offset, r.timestamp
+
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 50})
+    for i, ts in enumerate((1000, 3000, 2000)):
+        p.produce("maxts", f"v{i}".encode(), timestamp=ts)
+    assert p.flush(30) == 0
+    assert max_ts() == (1, 3000)
+
+    lying = bytearray(build_batch([(None, b"a"), (None, b"b")], timestamp=2500))
+    struct.pack_into(">q", lying, 35, 9000)  # header maxTimestamp: no record has it
+    struct.pack_into(">I", lying, CRC_OFFSET, compute_crc(lying))
+    with RawClient(broker.port) as raw:
+        resp = raw.request(
+            build(
+                request_class(0, 9),
+                {"transactional_id": None, "acks": 1, "timeout": 5000,
+                 "topic_data": [{"name": "maxts",
+                                 "partition_data": [{"index": 0, "records": bytes(lying)}]}]},
+            )  # fmt: skip
+        )
+    assert resp.responses[0].partition_responses[0].error_code.value == Errors.NONE
+    # Kafka's LogValidator would have rewritten the header to 2500; either way the answer is
+    # the first record of that batch, at the largest timestamp it really holds.
+    assert max_ts() == (3, 2500)

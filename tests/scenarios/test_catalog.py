@@ -80,7 +80,8 @@ def test_run_ids_name_one_cluster_per_run_after_the_given_id() -> None:
 
 
 def _results(verdict: str, lost_by_acks: dict[str, int], **counts: int) -> dict:
-    return {"verdict": verdict, "expected": {"lost-write": "> 0"},
+    return {"verdict": verdict, "valid": not any(counts.values()),
+            "expected": {"lost-write": "> 0"},
             "anomalies": {k.replace("_", "-"): {"count": v} for k, v in counts.items()},
             "stats": {"lost_by_acks": lost_by_acks}}
 
@@ -126,8 +127,56 @@ def test_diverged_offsets_compares_replicas_offset_by_offset() -> None:
 
 def test_judge_checks_diverged_offsets_on_the_run_dir(tmp_path: Path) -> None:
     mode = ModeSpec("fixed", diverged_offsets=Expectation("diverged-offsets", "==", 0))
-    out = judge(mode, {"verdict": "as-expected", "anomalies": {}, "stats": {}}, tmp_path)
+    out = judge(mode, {"verdict": "as-expected", "valid": True, "expected": {},
+                          "anomalies": {}, "stats": {}}, tmp_path)
     assert out.reproduced and out.counts == {"diverged-offsets": 0}
     legacy = ModeSpec("legacy", diverged_offsets=Expectation("diverged-offsets", ">", 0))
-    out = judge(legacy, {"verdict": "as-expected", "anomalies": {}, "stats": {}}, tmp_path)
+    out = judge(legacy, {"verdict": "as-expected", "valid": True, "expected": {},
+                          "anomalies": {}, "stats": {}}, tmp_path)
     assert not out.reproduced and "diverged offsets on disk > 0 (got 0)" in out.why
+
+
+def test_l1_to_l10_are_documented() -> None:
+    assert {f"L{i}" for i in range(1, 11)} <= {s.id for s in ALL}
+
+
+@pytest.mark.parametrize("sc", ALL, ids=lambda s: s.id)
+def test_every_mode_runs_from_its_version_preset_alone(sc) -> None:
+    """Each mode names a kafka_version and sets no version switch of its own: the switches the
+    brokers and controller run with are exactly that release's preset (docs/kafka-versions.md).
+    Plain configuration (flush, lag time) and L5's hypothetical consumer-visibility are not
+    version switches."""
+    from broker_app.kafka_versions import SWITCH_NAMES, preset
+
+    for mode in sc.modes:
+        assert "cluster.kafka_version" in sc.plan.modes[mode].overrides, f"{sc.id} {mode}"
+        plan = sc.load(mode)
+        explicit = sorted(k for k in plan.cluster.switches if k in SWITCH_NAMES)
+        assert explicit == [], f"{sc.id} {mode}: version switches {explicit} beside the preset"
+        assert plan.cluster.version_switches() == preset(plan.cluster.kafka_version)
+        assert plan.notes == ()
+    assert sc.load("fixed").cluster.kafka_version == "4.1", sc.id
+
+
+def test_l10_is_pre_kip966_versus_kafka_41() -> None:
+    sc = find("L10")
+    legacy, fixed = sc.load("legacy"), sc.load("fixed")
+    assert legacy.cluster.kafka_version == "3.9" and fixed.cluster.kafka_version == "4.1"
+    assert legacy.cluster.version_switches()["strict-min-isr"] == "true"
+    assert legacy.cluster.version_switches()["eligible-leader-replicas"] == "false"
+    assert str(legacy.expected["lost-write"]) == "> 0"
+    assert str(fixed.expected["lost-write"]) == "== 0"
+    kill = next(s for s in fixed.faults if s.action == "kill")
+    assert kill.params.get("lose_unsynced") is True and kill.when is not None
+
+
+def test_story_names_who_was_elected_with_isr_and_elr(tmp_path: Path) -> None:
+    from harness.store.states import StatesWriter
+
+    (tmp_path / "run.json").write_text("{}")
+    with StatesWriter(tmp_path / "states.jsonl", start_ns=0, clock=lambda: 0) as w:
+        w.write(1, "t", 0, "leader", 1, 0, 5, 9, [1], time_ns=2 * 10**9, elr=[2])
+        w.write(2, "t", 0, "leader", 2, 1, 5, 5, [2], time_ns=5 * 10**9)
+    text = story(tmp_path)
+    assert "      2.0s b1 epoch 0: ISR [1] ELR [2]" in text
+    assert "      5.0s b2 epoch 1: ISR [2] ELR []" in text

@@ -52,7 +52,7 @@ def test_tabulate_attributes_sends_to_isr_size_and_counts_losses(tmp_path: Path)
     assert rows[("all", "boundary")]["ok"] == 1
     assert rows[("1", "3")]["ok"] == 1
     violations = check_acks_all(tabulate(tmp_path, 2))
-    assert violations == ["min.insync=2 ISR=3: 1 acknowledged writes lost"]
+    assert violations == ["Kafka 4.1 min.insync=2 ISR=3: 1 acknowledged writes lost"]
     text = render_text(tabulate(tmp_path, 2))
     assert "NOT_ENOUGH" in text and text.count("\n") >= 5
     assert "<table>" in render_html(tabulate(tmp_path, 2), {2: str(tmp_path)})
@@ -63,8 +63,26 @@ def test_contract_flags_errors_above_and_acks_below_min_isr(tmp_path: Path) -> N
     history = [_send(1, 5, "fail", error="NOT_ENOUGH_REPLICAS"), _send(2, 15, "ok")]
     _write(tmp_path, history, states)
     violations = check_acks_all(tabulate(tmp_path, 2))
-    assert "min.insync=2 ISR=3: 1 NOT_ENOUGH_REPLICAS with ISR >= min.insync" in violations
-    assert "min.insync=2 ISR=1: 1 acknowledged with ISR < min.insync" in violations
+    want = "Kafka 4.1 min.insync=2 ISR=3: 1 NOT_ENOUGH_REPLICAS with ISR >= min.insync"
+    assert want in violations
+    assert "Kafka 4.1 min.insync=2 ISR=1: 1 acknowledged with ISR < min.insync" in violations
+
+
+def test_the_table_has_a_kafka_version_dimension(tmp_path: Path) -> None:
+    states = [_state(0, [1, 2, 3])]
+    _write(tmp_path, [_send(1, 5, "ok")], states)
+    rows = tabulate(tmp_path, 2, "3.9") + tabulate(tmp_path, 2, "4.1")
+    assert [r.kafka_version for r in rows] == ["3.9", "4.1"]
+    text = render_text(rows).splitlines()
+    assert text[0].split()[:2] == ["Kafka", "min.isr"]
+    assert [line.split()[0] for line in text[2:]] == ["3.9", "4.1"]
+    page = render_html(rows, {("3.9", 2): "a", ("4.1", 2): "b"})
+    assert "<th>Kafka version</th>" in page and "<td>3.9</td>" in page
+    assert "Kafka 3.9, min.insync.replicas=2" in page
+    for v in ("3.9", "4.1"):
+        plan = parse_plan(matrix_plan(2, v), "m")
+        assert plan.cluster.kafka_version == v
+    assert parse_plan(matrix_plan(2, "3.9"), "m").name == "min-isr-2-k39"
 
 
 def test_generated_plans_load_for_every_min_isr() -> None:

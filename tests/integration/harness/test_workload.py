@@ -14,9 +14,9 @@ import pytest
 
 from harness.checker.history import validate_history
 from harness.client import ConsumerClient, ProcessIds, ProducerClient, drain
-from harness.generator import ProducerJob, Workload
 from harness.plan.model import ConsumerSpec
 from harness.store import Store
+from harness.workload import ProducerJob, Workload
 
 from ..clients import create_topic
 
@@ -226,10 +226,10 @@ def test_smoke_plan_on_one_broker_end_to_end(broker, tmp_path: Path) -> None:
     """chaos_plans/smoke.yaml shrunk to one broker: store, workload from the plan, drain,
     checker (expectations from the stored plan.yaml) and report, as `highwater run` chains them."""
     from harness.checker.check import check_runs
-    from harness.generator import workload_from_plan
     from harness.plan.loader import load_plan
     from harness.plan.serialize import plan_to_data
     from harness.report import write_report
+    from harness.workload import workload_from_plan
 
     repo = Path(__file__).resolve().parents[3]
     plan = load_plan(repo / "chaos_plans" / "smoke.yaml", {

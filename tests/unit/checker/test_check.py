@@ -102,7 +102,7 @@ def test_malformed_history_is_an_error_with_file_and_line(checked) -> None:
 
 def test_examples_capped_at_ten_and_earliest_first(spark, tmp_path) -> None:
     from harness.checker.check import check_runs
-    from harness.checker.history import HistoryWriter
+    from harness.store.history import HistoryWriter
 
     run = tmp_path / "many"
     run.mkdir()
@@ -133,7 +133,11 @@ def test_expected_from_plan_and_override(spark, tmp_path, copy_fixture) -> None:
     (r,) = check_runs([run], spark=spark)
     assert r.results["expected"] == {"lost-write": "> 0"}
     assert r.results["verdict"] == "as-expected" and r.results["valid"] is False
-    (r,) = check_runs([run], spark=spark, expected={"lost-write": "== 0"})
+    # What `highwater run` does: the in-memory plan's expectations win over plan.yaml (the
+    # mapping form, --expected, is covered by test_cli).
+    from harness.checker.expectations import Expectation
+
+    (r,) = check_runs([run], spark=spark, expectations=[Expectation("lost-write", "==", 0)])
     assert r.results["verdict"] == "unexpected"
     assert json.loads((run / "results.json").read_text())["expected"] == {"lost-write": "== 0"}
 

@@ -53,3 +53,22 @@ def test_bad_expectations_name_what_is_wrong(expected, words) -> None:
     with pytest.raises(ExpectationError, match="^plan.yaml: ") as err:
         parse_expected(expected, "plan.yaml")
     assert words in str(err.value)
+
+
+def test_judge_covers_lost_by_acks_and_divergence_and_names_misses() -> None:
+    from harness.checker.expectations import Expectation, judge
+
+    exps = parse_expected({"lost-write": "> 0"})
+    lost = {"1": Expectation("lost:1", ">", 0), "all": Expectation("lost:all", "==", 0)}
+    ok = judge(False, {"lost-write": 2}, exps, lost_by_acks={"1": 2, "all": 0},
+               lost_expectations=lost)
+    assert (ok.verdict, ok.misses) == (AS_EXPECTED, ())
+    bad = judge(False, {"lost-write": 2}, exps, lost_by_acks={"1": 2, "all": 1},
+                lost_expectations=lost, diverged=0,
+                diverged_expectation=Expectation("diverged-offsets", ">", 0))
+    assert bad.verdict == UNEXPECTED
+    assert bad.misses == ("lost acks=all == 0 (got 1)", "diverged offsets on disk > 0 (got 0)")
+    # No expectations: the history's validity decides, and the miss says so.
+    assert judge(False, {}, []).misses == ("a valid history (it is not)",)
+    # A plan-built expectation (no text given) records its normalized text.
+    assert Expectation("lost-write", ">", 0).text == "> 0"

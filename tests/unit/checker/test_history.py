@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.checker.history import HistoryWriter, validate_history
+from harness.checker.history import validate_history
+from harness.store.history import HistoryWriter
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "histories"
 

@@ -90,6 +90,14 @@ def cluster() -> Cluster:
 
 
 @pytest.fixture
+def cluster_pre_elr() -> Cluster:
+    """Three live brokers and a controller without eligible leader replicas (Kafka 3.x)."""
+    c = Cluster(ControllerConfig(eligible_leader_replicas=False))
+    c.start_brokers(1, 2, 3)
+    return c
+
+
+@pytest.fixture
 def make_cluster():
     """Cluster(config=None, log=None), for tests that need their own settings or log."""
     return Cluster

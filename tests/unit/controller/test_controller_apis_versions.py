@@ -74,6 +74,16 @@ def _data(api: int, version: int, topic_id: uuid.UUID, epoch: int) -> dict[str, 
     if api == K.BROKER_HEARTBEAT:
         return {"broker_id": 1, "broker_epoch": epoch, "current_metadata_offset": 10**6,
                 "want_fence": False, "want_shut_down": False}  # fmt: skip
+    if api == K.DELETE_TOPICS:  # an unknown topic: answered per topic, nothing deleted
+        return {"topic_names": ["nope"], "topics": [{"name": "nope", "topic_id": None}],
+                "timeout": 1000}  # fmt: skip
+    if api == K.CREATE_PARTITIONS:  # "t" has 1 partition: asking for 1 is INVALID_PARTITIONS
+        return {"topics": [{"name": "t", "count": 1, "assignments": None}], "timeout": 1000,
+                "validate_only": False}  # fmt: skip
+    if api in (K.ALTER_CONFIGS, K.INCREMENTAL_ALTER_CONFIGS):
+        return {"resources": [{"resource_type": 2, "resource_name": "t", "configs": [
+            {"name": "retention.ms", "value": str(1000 + version), "config_operation": 0}]}],
+            "validate_only": False}  # fmt: skip
     raise AssertionError(api)
 
 
@@ -119,6 +129,14 @@ def test_every_advertised_version(apis):
                 assert {b.node_id for b in body.brokers} == {1, 3000}
             if api == K.FETCH:
                 assert body.responses[0].partitions[0].records
+            if api == K.DELETE_TOPICS:
+                assert body.responses[0].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+            if api == K.CREATE_PARTITIONS:
+                assert body.results[0].error_code == 37  # INVALID_PARTITIONS
+            if api in (K.ALTER_CONFIGS, K.INCREMENTAL_ALTER_CONFIGS):
+                assert body.responses[0].error_code == 0
+                assert apis.controller.image.topics["t"].configs["retention.ms"] == str(
+                    1000 + version)
     assert seen == sum(vr.max_version - vr.min_version + 1 for vr in CONTROLLER_APIS.values())
 
 

@@ -66,3 +66,56 @@ def test_failure_backs_off():
     assert lc.next_request(0, -1) is None  # in flight
     lc.on_failure(5, "connection refused")
     assert lc.next_request(50, -1) is None and lc.next_request(105, -1) is not None
+
+
+def test_previous_broker_epoch_on_the_wire_decides_clean_or_unclean(tmp_path):
+    """BrokerRegistration v4 carries PreviousBrokerEpoch through ControllerApis: the epoch the
+    old incarnation had keeps a restarted ELR member eligible, -1 removes it (KIP-966)."""
+    from broker_app.controller.messages import (
+        AlterPartitionItem,
+        AlterPartitionRequest,
+        CreateTopicsRequest,
+        NewTopic,
+    )
+
+    log = FileMetadataLog(tmp_path)
+    try:
+        controller = QuorumController(ControllerConfig(), log)
+        apis = ControllerApis(controller, log, ("127.0.0.1", 9000))
+        brokers = {b: BrokerLifecycle(b, "127.0.0.1", 9000 + b) for b in (1, 2, 3)}
+        for lc in brokers.values():
+            _exchange(apis, lc, 0, -1)
+        for lc in brokers.values():
+            _exchange(apis, lc, 0, controller.image.offset)
+        assert all(lc.state is BrokerState.RUNNING for lc in brokers.values())
+        controller.create_topics(CreateTopicsRequest([NewTopic(
+            "t", 1, 3, configs={"min.insync.replicas": "2"})]), 0)  # fmt: skip
+
+        def shrink(isr: tuple[int, ...]) -> None:
+            reg = controller.image.partition("t", 0)
+            assert reg is not None
+            controller.alter_partition(AlterPartitionRequest(1, brokers[1].broker_epoch, [
+                AlterPartitionItem(controller.image.topics["t"].topic_id, 0, reg.leader_epoch,
+                                   reg.partition_epoch, isr)]), 0)  # fmt: skip
+
+        shrink((1, 3))
+        shrink((1,))  # 3 joins the ELR
+        reg = controller.image.partition("t", 0)
+        assert reg is not None and reg.elr == (3,)
+        # 3 restarts cleanly: its marker held its epoch; it stays in the ELR.
+        clean = BrokerLifecycle(3, "127.0.0.1", 9003,
+                                previous_broker_epoch=brokers[3].broker_epoch)  # fmt: skip
+        _exchange(apis, clean, 10, -1)
+        reg = controller.image.partition("t", 0)
+        assert reg is not None and reg.elr == (3,)
+        # 1, the last ISR member, crashes (no marker: -1): out of ISR and ELR, 2 is not
+        # eligible either (it left while the ISR was at min.insync), so nobody leads yet.
+        crashed = BrokerLifecycle(1, "127.0.0.1", 9001)
+        _exchange(apis, crashed, 20, -1)
+        reg = controller.image.partition("t", 0)
+        assert reg is not None and reg.isr == () and 1 not in reg.elr and reg.leader == -1
+        _exchange(apis, clean, 30, controller.image.offset)  # 3 unfences: the ELR member leads
+        reg = controller.image.partition("t", 0)
+        assert reg is not None and reg.leader == 3 and reg.isr == (3,)
+    finally:
+        log.close()

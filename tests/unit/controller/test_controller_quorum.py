@@ -87,7 +87,8 @@ def test_session_expiry_fences_moves_leadership_and_shrinks_isr(cluster):
     assert after.partition_epoch == before.partition_epoch + 1
 
 
-def test_last_isr_member_stays_in_isr_and_leads_again_on_unfence(cluster):
+def test_last_isr_member_stays_in_isr_and_leads_again_on_unfence(cluster_pre_elr):
+    cluster = cluster_pre_elr  # KIP-841 without ELR (Kafka 3.x); ELR: test_controller_elr.py
     cluster.create("t", 1, 3)
     for b in (2, 3, 1):  # fence 2, then 3, then 1: the ISR shrinks to [1], then leaderless
         cluster.heartbeat(b, want_fence=True)
@@ -407,3 +408,12 @@ def test_restart_replays_the_log_to_the_same_image(tmp_path, make_cluster):
     # The restarted controller gives live brokers a fresh session instead of fencing at once.
     assert restarted.tick(10**9)[1] == []
     log2.close()
+
+
+def test_one_create_topics_request_creates_at_most_its_partition_budget(cluster):
+    from broker_app.controller.quorum_controller import MAX_PARTITIONS_PER_CREATE_REQUEST as cap
+
+    topics = [NewTopic("a", cap - 10, 1), NewTopic("b", 10, 1), NewTopic("c", 1, 1)]
+    resp, _recs = cluster.controller.create_topics(CreateTopicsRequest(topics), 0)
+    errors = {r.name: r.error for r in resp.results}
+    assert errors == {"a": Errors.NONE, "b": Errors.NONE, "c": Errors.INVALID_PARTITIONS}

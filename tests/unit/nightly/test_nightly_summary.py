@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from harness.checker.check import check_runs
-from harness.checker.history import HistoryWriter
 from harness.nightly.junit import junit_xml
 from harness.nightly.night import build_summary, load_previous, write_json
 from harness.nightly.page import summary_html
 from harness.nightly.schedule import RAN, SKIPPED, RunRecord
 from harness.nightly.summary import summarize
+from harness.store.history import HistoryWriter
 
 pytestmark = pytest.mark.spark
 MS = 1_000_000

@@ -30,7 +30,7 @@ def test_smoke_has_no_faults_and_acks_all() -> None:
     assert plan.faults == ()
     assert plan.nemesis.mode == "scripted"
     assert {p.acks for p in plan.workload.producers} == {"all"}
-    assert all(e.matches(0) for e in plan.expected.values())
+    assert all(e.holds(0) for e in plan.expected.values())
 
 
 def test_leader_kill_kills_the_leader_twice_under_min_isr_2() -> None:
@@ -40,8 +40,8 @@ def test_leader_kill_kills_the_leader_twice_under_min_isr_2() -> None:
     kills = [s for s in plan.faults if s.action == "kill"]
     assert len(kills) == 2
     assert all(s.target is not None and s.target.kind == "leader" for s in kills)
-    assert plan.expected["lost-write"].matches(0)
-    assert not plan.expected["lost-write"].matches(1)
+    assert plan.expected["lost-write"].holds(0)
+    assert not plan.expected["lost-write"].holds(1)
 
 
 def test_acks1_partition_cuts_the_leader_on_a_condition_and_expects_loss() -> None:
@@ -50,8 +50,8 @@ def test_acks1_partition_cuts_the_leader_on_a_condition_and_expects_loss() -> No
     cut = next(s for s in plan.faults if s.action == "partition")
     assert cut.when is not None and cut.timeout is not None
     assert cut.target is not None and cut.target.kind == "leader"
-    assert plan.expected["lost-write"].matches(1)
-    assert not plan.expected["lost-write"].matches(0)
+    assert plan.expected["lost-write"].holds(1)
+    assert not plan.expected["lost-write"].holds(0)
     # The companion run: the same plan under acks=all.
     plan_all = load_plan(PLANS / "acks1-partition.yaml", {"workload.producers.acks": "all"})
     assert plan_all.workload.producers[0].acks == "all"

@@ -13,6 +13,7 @@ MODES = BASE + """\
 modes:
   legacy:
     description: old truncation
+    kafka_version: "3.3"
     switches: {truncation: high-watermark, strict-min-isr: false}
     set:
       cluster.topics.0.min_insync_replicas: 1
@@ -30,6 +31,7 @@ def test_modes_become_overrides_that_select_the_variant() -> None:
     assert plan.cluster.switches == {} and plan.expected == {}  # no mode: the base plan
     legacy = parse_plan(MODES, "p.yaml", mode_overrides(plan, "legacy"))
     assert legacy.cluster.switches == {"truncation": "high-watermark", "strict-min-isr": "false"}
+    assert legacy.cluster.kafka_version == "3.3"
     assert legacy.cluster.topics[0].min_insync_replicas == 1
     assert legacy.cluster.topics[0].configs == {"unclean.leader.election.enable": "true"}
     assert legacy.expected_text() == {"lost-write": "> 0"}

@@ -25,20 +25,12 @@ from broker_app.server.main import build_broker
 from broker_app.storage.records import build_batch
 
 
-@pytest.fixture
-def apis(tmp_path: Path):
-    config = BrokerConfig(node_id=1, data_dir=tmp_path / "data", port=9092)
-    apis, log_manager = build_broker(config)
-    try:
-        yield apis
-    finally:
-        log_manager.shutdown()
-
-
 def request_data(api_key: int, batch: bytes) -> dict[str, Any]:
     """A superset request body valid for every version of `api_key`."""
     return {
         ApiKey.API_VERSIONS: {"client_software_name": "t", "client_software_version": "1"},
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS: {"topics": [{"name": "t"}],
+                                           "response_partition_limit": 10, "cursor": None},
         ApiKey.METADATA: {
             "topics": [{"name": "t", "topic_id": uuid.UUID(int=0)}],
             "allow_auto_topic_creation": True,
@@ -149,6 +141,50 @@ def request_data(api_key: int, batch: bytes) -> dict[str, Any]:
             "topic_partitions": [{"topic": "t", "partitions": [0]}],
             "timeout": 1000,
         },
+        ApiKey.JOIN_GROUP: {
+            "group_id": "g", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+            "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"m"}], "reason": None,
+        },
+        ApiKey.SYNC_GROUP: {
+            "group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": None,
+            "protocol_type": "consumer", "protocol_name": "range",
+            "assignments": [{"member_id": "m", "assignment": b"a"}],
+        },
+        ApiKey.HEARTBEAT: {
+            "group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": None,
+        },
+        ApiKey.LEAVE_GROUP: {
+            "group_id": "g", "member_id": "m",
+            "members": [{"member_id": "m", "group_instance_id": None, "reason": None}],
+        },
+        ApiKey.LIST_GROUPS: {"states_filter": [], "types_filter": []},
+        ApiKey.DESCRIBE_GROUPS: {"groups": ["g"], "include_authorized_operations": False},
+        ApiKey.DELETE_GROUPS: {"groups_names": ["g"]},
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: {
+            "timeout": 1000,
+            "topics": [{"name": "t", "partitions": [{"partition_index": 0, "replicas": [1]}]}],
+        },
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: {"timeout": 1000, "topics": None},
+        ApiKey.DESCRIBE_CLUSTER: {"include_cluster_authorized_operations": False,
+                                  "endpoint_type": 1},
+        ApiKey.DELETE_TOPICS: {"topic_names": ["gone"], "topics": [{"name": "gone",
+                               "topic_id": None}], "timeout": 1000},  # fmt: skip
+        ApiKey.CREATE_PARTITIONS: {"topics": [{"name": "t", "count": 2, "assignments": None}],
+                                   "timeout": 1000, "validate_only": False},  # fmt: skip
+        ApiKey.DESCRIBE_CONFIGS: {"resources": [{"resource_type": 2, "resource_name": "t",
+                                  "configuration_keys": None}], "include_synonyms": False,
+                                  "include_documentation": False},  # fmt: skip
+        ApiKey.ALTER_CONFIGS: {"resources": [{"resource_type": 2, "resource_name": "t",
+                               "configs": [{"name": "retention.ms", "value": "5"}]}],
+                               "validate_only": False},  # fmt: skip
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: {"resources": [{"resource_type": 2,
+                                           "resource_name": "t", "configs": [
+                                           {"name": "retention.ms", "config_operation": 0,
+                                            "value": "5"}]}], "validate_only": False},  # fmt: skip
+        ApiKey.DELETE_RECORDS: {"topics": [{"name": "t", "partitions": [
+            {"partition_index": 0, "offset": -1}]}], "timeout": 1000},  # fmt: skip
+        ApiKey.DESCRIBE_LOG_DIRS: {"topics": None},
     }[ApiKey(api_key)]
 
 
@@ -197,6 +233,27 @@ def test_every_advertised_version_round_trips(apis, api_key: int, version: int) 
         assert p.records == b"" and p.high_watermark == 0  # empty: records, never None
     elif api_key == ApiKey.OFFSET_FETCH:
         assert resp.topics[0].partitions[0].committed_offset == -1
+    elif api_key == ApiKey.DELETE_TOPICS:
+        assert resp.responses[0].error_code.value == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    elif api_key == ApiKey.CREATE_PARTITIONS:
+        assert resp.results[0].error_code.value == 0 and apis.topics.get("t").num_partitions == 2
+    elif api_key == ApiKey.DESCRIBE_CONFIGS:
+        configs = {c.name: c.value for c in resp.results[0].configs}
+        assert configs["min.insync.replicas"] == "1" and configs["cleanup.policy"] == "delete"
+    elif api_key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
+        assert resp.responses[0].error_code.value == 0
+        assert apis.topics.get("t").configs == {"retention.ms": "5"}
+    elif api_key == ApiKey.DELETE_RECORDS:
+        p = resp.topics[0].partitions[0]
+        assert (p.error_code.value, p.low_watermark) == (0, 0)
+    elif api_key == ApiKey.DESCRIBE_LOG_DIRS:
+        [d] = resp.results
+        assert [(t.name, [p.partition_index for p in t.partitions]) for t in d.topics] == [
+            ("t", [0])]
+    elif api_key == ApiKey.DESCRIBE_TOPIC_PARTITIONS:
+        p = resp.topics[0].partitions[0]
+        assert resp.topics[0].name == "t" and p.leader_id == 1 and list(p.isr_nodes) == [1]
+        assert list(p.eligible_leader_replicas) == []
 
 
 def _produce(apis: KafkaApis, batch: bytes, acks: int = 1, topic: str = "t") -> Any:
@@ -259,7 +316,10 @@ def test_fetch_waits_then_completes_when_data_arrives(apis) -> None:
     delayed = apis.handle(request)
     assert isinstance(delayed, DelayedFetch) and delayed.max_wait_ms == 500
     assert delayed.complete(False) is None  # still nothing to return
+    assert not delayed.ready.done and apis.replica_manager.fetch_purgatory.watched(("t", 0)) == 1
     _produce(apis, build_batch([(None, b"x")]))
+    assert delayed.ready.done  # the fetch purgatory woke it
+    assert apis.replica_manager.fetch_purgatory.watched(("t", 0)) == 0
     resp = delayed.complete(False)
     p = resp.responses[0].partitions[0]
     assert p.high_watermark == 1 and p.records.startswith(b"\0" * 8)
@@ -354,6 +414,8 @@ def test_batch_over_message_max_bytes_is_message_too_large(apis) -> None:
 
 def test_offset_commit_rules(apis) -> None:
     apis._create_topic("t", 1, 1, {})
+    find = build(request_class(ApiKey.FIND_COORDINATOR, 3), {"key": "g", "key_type": 0})
+    assert roundtrip(apis, find).node_id == 1  # creates and loads __consumer_offsets
 
     def commit(group: str, topic: str, metadata: str) -> int:
         data = request_data(ApiKey.OFFSET_COMMIT, b"") | {"group_id": group}
@@ -366,4 +428,20 @@ def test_offset_commit_rules(apis) -> None:
     assert commit("", "t", "ok") == Errors.INVALID_GROUP_ID
     assert commit("g", "nope", "ok") == Errors.UNKNOWN_TOPIC_OR_PARTITION
     assert commit("g", "t", "m" * 5000) == Errors.OFFSET_METADATA_TOO_LARGE
-    assert apis.groups.fetch("g", ("t", 0)).metadata == "ok"
+    _, found = apis.groups.coordinator.fetch_offsets("g", [("t", 0)])
+    assert found[("t", 0)].metadata == "ok"
+
+
+def test_metadata_topic_without_name_or_known_id_is_unknown_topic_id(tmp_path: Path) -> None:
+    """Found by the fuzzer: a v12 topic with a null name and the zero id hit an assert."""
+    config = BrokerConfig(node_id=1, data_dir=tmp_path / "d", port=9092)
+    apis, log_manager = build_broker(config)
+    try:
+        for topic_id in (uuid.UUID(int=0), uuid.uuid4()):
+            data = request_data(ApiKey.METADATA, b"") | {
+                "topics": [{"name": None, "topic_id": topic_id}],
+            }
+            t = roundtrip(apis, build(request_class(ApiKey.METADATA, 12), data)).topics[0]
+            assert t.error_code.value == Errors.UNKNOWN_TOPIC_ID, topic_id
+    finally:
+        log_manager.shutdown()

@@ -15,9 +15,11 @@ from broker_app.replication.behaviour import ReplicationBehaviour
 def make_cluster(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
     made: list[Cluster] = []
 
-    def make(broker_ids: list[int], min_isr: int = 1, **behaviour: object) -> Cluster:
+    def make(broker_ids: list[int], min_isr: int = 1, memory: bool = False,
+             **behaviour: object) -> Cluster:  # fmt: skip
         root = tmp_path / f"cluster-{len(made)}"
-        cluster = Cluster(root, broker_ids, ReplicationBehaviour(**behaviour), min_isr=min_isr)  # type: ignore[arg-type]
+        cluster = Cluster(root, broker_ids, ReplicationBehaviour(**behaviour), min_isr=min_isr,  # type: ignore[arg-type]
+                          memory=memory)  # fmt: skip
         made.append(cluster)
         return cluster
 

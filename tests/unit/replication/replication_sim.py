@@ -12,11 +12,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker_app.replication.behaviour import ReplicationBehaviour
-from broker_app.replication.fetcher import FETCHING, TRUNCATING, FetchOutcome, ReplicaFetcherState
-from broker_app.replication.messages import AlterPartitionRequest, AlterPartitionResponse
+from broker_app.replication.errors import Errors
+from broker_app.replication.fetcher import (
+    FETCHING,
+    OUT_OF_RANGE,
+    TRUNCATING,
+    FetchOutcome,
+    ReplicaFetcherState,
+)
+from broker_app.replication.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    ListOffsetsAnswer,
+)
 from broker_app.replication.partition import LeaderAppendResult, Partition
 from broker_app.storage.log import Log
+from broker_app.storage.memory_log import MemoryDisk, MemoryLog
 from broker_app.storage.records import build_batch, decode_records
+from broker_app.storage.replica_log import ReplicaLog
 
 TOPIC = "t"
 LAG_MS = 10_000
@@ -26,7 +39,7 @@ LAG_MS = 10_000
 class Broker:
     broker_id: int
     dir: Path
-    log: Log
+    log: ReplicaLog
     partition: Partition
     fetcher: ReplicaFetcherState | None = None
     alive: bool = True
@@ -44,6 +57,10 @@ class Cluster:
     leader_id: int = -1
     isr: tuple[int, ...] = ()
     now_ms: int = 1_000
+    # True: MemoryLogs over MemoryDisks (the page-cache model): `power_loss` then really loses
+    # what each broker had not flushed, instead of `crash_losing_tail`'s explicit cut.
+    memory: bool = False
+    disks: dict[int, MemoryDisk] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for bid in self.broker_ids:
@@ -53,7 +70,11 @@ class Cluster:
 
     def _start(self, bid: int, hw: int) -> None:
         d = self.root / f"broker-{bid}" / f"{TOPIC}-0"
-        log = Log.open(d)
+        log: ReplicaLog
+        if self.memory:
+            log = MemoryLog.open(self.disks.setdefault(bid, MemoryDisk(f"{TOPIC}-0")))
+        else:
+            log = Log.open(d)
         # What LogManager does from replication-offset-checkpoint.
         log.update_high_watermark(hw)
         partition = Partition(
@@ -81,6 +102,12 @@ class Cluster:
         b = self.brokers[bid]
         self.crash(bid)
         b.log.truncate_to(keep_until)
+
+    def power_loss(self, bid: int) -> int:
+        """Memory clusters: the machine dies; unflushed batches are gone. Returns how many."""
+        assert self.memory, "power_loss needs Cluster(memory=True)"
+        self.crash(bid)
+        return self.disks[bid].crash()
 
     def close(self) -> None:
         for b in self.brokers.values():
@@ -148,9 +175,23 @@ class Cluster:
         )
         return f.on_offset_for_leader_epoch_response(answer)
 
+    def list_offsets_round(self, bid: int) -> int | None:
+        """One ListOffsets round trip, answered as KafkaApis answers a replica (LEO / start)."""
+        f = self.brokers[bid].fetcher
+        assert f is not None and f.state == OUT_OF_RANGE
+        req = f.build_list_offsets()
+        leader = self.leader
+        if req.current_leader_epoch != leader.leader_epoch:
+            return f.on_list_offsets_response(ListOffsetsAnswer(Errors.FENCED_LEADER_EPOCH))
+        log = leader.log
+        offset = log.log_end_offset if req.timestamp == -1 else log.log_start_offset
+        return f.on_list_offsets_response(ListOffsetsAnswer(offset=offset))
+
     def fetch_round(self, bid: int) -> FetchOutcome:
         f = self.brokers[bid].fetcher
         assert f is not None, f"broker {bid} has no fetcher"
+        while f.state == OUT_OF_RANGE:
+            self.list_offsets_round(bid)
         while f.state == TRUNCATING:
             self.truncation_round(bid)
         assert f.state == FETCHING, f.state
@@ -165,7 +206,7 @@ class Cluster:
                 self.fetch_round(bid)
 
 
-def values(log: Log) -> list[str]:
+def values(log: ReplicaLog) -> list[str]:
     """The log's content as offset-ordered values."""
     out: list[str] = []
     for _h, view in log.batches():

@@ -9,6 +9,7 @@ from replication_sim import values
 from broker_app.replication.errors import Errors
 from broker_app.replication.fetcher import FENCED, ReplicaFetcherState
 from broker_app.replication.messages import FetchIsolation
+from broker_app.storage.records import build_batch
 
 A, B = 1, 2
 
@@ -150,5 +151,48 @@ def test_follower_beyond_leader_end_truncates_on_out_of_range(make_cluster) -> N
     fetcher = cluster.brokers[A].fetcher
     fetcher.state = "fetching"  # skip OffsetForLeaderEpoch to reach the fetch-path fallback
     outcome = cluster.fetch_round(A)
-    assert outcome.error == Errors.OFFSET_OUT_OF_RANGE and outcome.truncated_to == 1
+    # The Fetch answer carries no log end offset: nothing is cut before asking the leader.
+    assert outcome.error == Errors.OFFSET_OUT_OF_RANGE and outcome.truncated_to is None
+    assert fetcher.state == "out-of-range" and values(cluster.brokers[A].log) == ["m1", "m2"]
+    assert fetcher.build_list_offsets().timestamp == -1  # latest first
+    assert cluster.list_offsets_round(A) == 1  # the leader's LEO is 1: cut back to it
+    assert fetcher.state == "fetching"
     assert values(cluster.brokers[A].log) == ["m1"]
+
+
+def test_follower_behind_the_leader_log_start_starts_over_there(make_cluster) -> None:
+    cluster = make_cluster([A, B])
+    cluster.elect(A, isr=[A])
+    cluster.produce(["m1", "m2"])
+    cluster.produce(["m3"])
+    cluster.leader.log.truncate_fully_and_start_at(3)  # as if retention deleted offsets 0..2
+    cluster.leader.log.append_as_leader(build_batch([(None, b"m4")], timestamp=0), 0)
+    cluster.make_follower(B)
+    fetcher = cluster.brokers[B].fetcher
+    outcome = cluster.fetch_round(B)
+    assert outcome.error == Errors.OFFSET_OUT_OF_RANGE and fetcher.state == "out-of-range"
+    assert cluster.list_offsets_round(B) is None  # latest (4) is not below our LEO (0)
+    assert fetcher.build_list_offsets().timestamp == -2  # so ask the earliest
+    assert cluster.list_offsets_round(B) == 3
+    log = cluster.brokers[B].log
+    assert (log.log_start_offset, log.log_end_offset, fetcher.state) == (3, 3, "fetching")
+    cluster.replicate(B, rounds=1)
+    assert log.log_end_offset == 4
+
+
+def test_out_of_range_answer_from_a_newer_epoch_fences(make_cluster) -> None:
+    cluster = make_cluster([A, B], truncation="kip-101")
+    cluster.elect(A, isr=[A, B])
+    cluster.produce(["m1"])
+    cluster.replicate(B, rounds=2)
+    cluster.produce(["m2"])
+    cluster.crash(A)
+    cluster.elect(B, isr=[B])
+    cluster.restart(A)
+    cluster.make_follower(A)
+    fetcher = cluster.brokers[A].fetcher
+    fetcher.state = "fetching"
+    cluster.fetch_round(A)
+    cluster.elect(B, isr=[B], followers=[])  # the leader moves on; A has not heard
+    cluster.list_offsets_round(A)
+    assert fetcher.state == "fenced" and values(cluster.brokers[A].log) == ["m1", "m2"]

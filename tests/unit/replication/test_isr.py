@@ -176,3 +176,21 @@ def test_stale_leader_and_isr_is_ignored(make_cluster) -> None:
     p = cluster.leader
     assert p.make_leader(0, [B], [A, B], 0, cluster.now_ms) is False
     assert p.leader_epoch == 1 and p.isr == {A, B}
+
+
+def test_fenced_follower_is_not_proposed_for_the_isr(make_cluster) -> None:
+    """KIP-841: a caught-up follower whose broker the metadata says is fenced (or shutting
+    down) is not proposed; the controller would refuse it and the next fetch would ask again."""
+    cluster = make_cluster([A, B])
+    cluster.elect(A, isr=[A])
+    cluster.produce(["m0"])
+    fenced = {B}
+    cluster.leader.is_replica_isr_eligible = lambda replica_id: replica_id not in fenced
+    cluster.replicate(B, rounds=3)  # B holds everything, yet stays out
+    assert cluster.leader.remote_replicas[B].log_end_offset == 1
+    assert cluster.leader.isr == {A}
+    assert isinstance(cluster.leader.partition_state, CommittedPartitionState)
+    fenced.clear()  # B registered again
+    cluster.fetch_round(B)
+    update = cluster.last_update
+    assert update.alter_partition is not None and update.alter_partition.new_isr == (A, B)

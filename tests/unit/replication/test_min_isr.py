@@ -83,7 +83,7 @@ def test_pending_shrink_does_not_reject_before_the_controller_commits(make_clust
 
 
 def test_after_append_error_when_isr_shrinks_while_waiting(make_cluster) -> None:
-    cluster = _three(make_cluster, strict_min_isr=False)
+    cluster = _three(make_cluster, strict_min_isr=False, eligible_leader_replicas=False)
     purgatory: Purgatory[DelayedProduce] = Purgatory("produce")
     results: list = []
     _delayed(cluster, purgatory, results)

@@ -101,3 +101,13 @@ def test_delayed_fetch_answers_at_once_when_leadership_moves(make_cluster) -> No
     cluster.elect(2, isr=[1, 2])
     assert p.check_and_complete(key) == 1 and done == [1]
     assert p.expire_due(cluster.now_ms + 10_000) == []
+
+
+def test_operations_completed_from_outside_are_purged_at_their_deadline() -> None:
+    p: Purgatory[Flag] = Purgatory("t")
+    op = Flag(100, {"ready": False})
+    assert p.try_complete_else_watch(op, ["idle"]) is False
+    assert op.force_complete() is True  # the I/O edge's own timer gave up on it
+    assert p.watched() == 0 and len(p._watchers) == 1  # still listed under the idle key
+    assert p.expire_due(100) == []
+    assert p._watchers == {}

@@ -72,6 +72,34 @@ def _l2(cluster: Cluster) -> tuple[list[str], list[str]]:
     return values(cluster.brokers[A].log), values(cluster.brokers[B].log)
 
 
+@pytest.mark.parametrize("truncation", ["high-watermark", "diverging-epoch"])
+def test_l2_with_a_real_power_loss_on_memory_logs(make_cluster, truncation) -> None:
+    """L2 again, but the lost tail comes from the page-cache model, not an explicit cut:
+    A flushed everything, B only m1; both lose power."""
+    cluster = make_cluster([A, B], memory=True, truncation=truncation)
+    cluster.elect(A, isr=[A, B])
+    cluster.produce(["m1"])
+    cluster.replicate(B, rounds=3)
+    cluster.brokers[B].log.flush()
+    cluster.produce(["m2"])
+    cluster.replicate(B, rounds=3)
+    cluster.brokers[A].log.flush()
+    assert cluster.brokers[A].log.high_watermark == 2  # m2 acknowledged
+    assert cluster.power_loss(A) == 0 and cluster.power_loss(B) == 1
+    cluster.restart(B)
+    cluster.elect(B, isr=[B])
+    cluster.produce(["m3"])
+    cluster.restart(A)
+    cluster.make_follower(A)
+    cluster.replicate(A, rounds=3)
+    a_log, b_log = values(cluster.brokers[A].log), values(cluster.brokers[B].log)
+    assert b_log == ["m1", "m3"]
+    if truncation == "high-watermark":
+        assert a_log == ["m1", "m2"]  # diverged: offset 1 is m2 on A, m3 on B
+    else:
+        assert a_log == b_log  # the fix: A truncates m2 and follows B
+
+
 def test_l2_high_watermark_truncation_diverges(make_cluster) -> None:
     a_log, b_log = _l2(make_cluster([A, B], truncation="high-watermark"))
     assert a_log == ["m1", "m2"]

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.checker.history import HistoryWriter
-from harness.report.states import StatesWriter
 from harness.store import Store
+from harness.store.history import HistoryWriter
+from harness.store.states import StatesWriter
 
 S = 1_000_000_000
 

@@ -14,7 +14,9 @@ import yaml
 
 from harness.checker.history import validate_history
 from harness.client import classify, decode_value, encode_value
-from harness.generator import (
+from harness.plan.model import ClusterSpec, ProducerSpec, TopicSpec
+from harness.store import RunDir, Store, StoreError, safe_name
+from harness.workload import (
     Pacer,
     PartitionCycle,
     ProducerJob,
@@ -22,8 +24,6 @@ from harness.generator import (
     parse_partition,
     producer_jobs,
 )
-from harness.plan.model import ClusterSpec, ProducerSpec, TopicSpec
-from harness.store import RunDir, Store, StoreError, safe_name
 
 # ------------------------------------------------------------------ store
 
@@ -166,8 +166,8 @@ def test_value_encoding() -> None:
 
 
 def test_client_arguments_are_checked_before_any_connection(tmp_path: Path) -> None:
-    from harness.checker.history import HistoryWriter
     from harness.client import ConsumerClient, ProducerClient
+    from harness.store.history import HistoryWriter
 
     with HistoryWriter(tmp_path / "h.jsonl") as h:
         with pytest.raises(ValueError, match="acks must be '0', '1' or 'all', got '2'"):

@@ -10,8 +10,8 @@ from pathlib import Path
 from harness.cli import main as cli_main
 from harness.report import write_report
 from harness.report.data import leader_changes, load_run, thin, throughput
-from harness.report.states import StatesWriter, read_states
 from harness.report.svg import Chart, log_ticks, nice_ticks
+from harness.store.states import StatesWriter, read_states
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -210,3 +210,65 @@ def test_fault_labels_name_the_step_and_do_not_overlap() -> None:
     assert ys["far"] == ys["first-label"]
     titles = [t.text for t in svg.iter(f"{SVG_NS}title")]
     assert "kill step=first-label: 10.00s - 20.00s" in titles
+
+
+def test_event_loop_lag_is_drawn_only_past_the_threshold(fixture_run) -> None:
+    from harness.report.page import LOOP_LAG_DRAW_MS
+
+    run_dir, _facts = fixture_run
+    html = write_report(run_dir).read_text()
+    assert 'id="loop-lag"' not in html  # the fixture's states carry no lag at all
+    states = run_dir / "states.jsonl"
+    with StatesWriter(states, start_ns=0) as w:
+        for tick, lag in enumerate((3, 40, LOOP_LAG_DRAW_MS - 1)):
+            w.write(2, "t", 0, "leader", 2, 1, 100, 100, [2], time_ns=tick * 10**9,
+                    loop_lag_ms=lag)
+    lags = [s.loop_lag_ms for s in read_states(states)[0] if s.loop_lag_ms is not None]
+    assert lags == [3, 40, LOOP_LAG_DRAW_MS - 1]  # round trip; lines without it stay None
+    assert 'id="loop-lag"' not in write_report(run_dir).read_text()  # below: not drawn
+    with StatesWriter(states, start_ns=0) as w:
+        w.write(3, "t", 0, "follower", 2, 1, 90, 95, [2], time_ns=4 * 10**9, loop_lag_ms=12_000)
+    html = write_report(run_dir).read_text()
+    assert 'id="loop-lag"' in html and "max 12000 ms" in html
+    [chart] = _by_class(_svgs(html), "loop-lag")
+    assert "b3" in ET.tostring(chart, encoding="unicode")
+
+
+def test_report_shows_the_emulated_version_and_elr_elections(tmp_path: Path) -> None:
+    """KIP-966 in the report: the leader's ISR/ELR as it changed, and the Kafka version."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text(json.dumps({
+        "kafka_version": "4.1", "version_switches": {"eligible-leader-replicas": "true"}}))
+    with StatesWriter(run_dir / "states.jsonl", start_ns=0, clock=lambda: 0) as w:
+        w.write(1, "t", 0, "leader", 1, 0, 9, 9, [1, 2], time_ns=10**9)
+        w.write(1, "t", 0, "leader", 1, 0, 9, 12, [1], time_ns=2 * 10**9, elr=[2])
+        w.write(1, "t", 0, "leader", 1, 0, 9, 13, [1], time_ns=3 * 10**9, elr=[2])  # same
+        w.write(2, "t", 0, "leader", 2, 1, 9, 9, [2], time_ns=4 * 10**9)
+    samples, problems = read_states(run_dir / "states.jsonl")
+    assert problems == [] and samples[1].elr == (2,) and samples[0].elr == ()
+    html = write_report(run_dir).read_text()
+    assert 'id="kafka-version">4.1</code>' in html
+    table = html.split('id="elections-t-0"', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr><td[^>]*>([\d.]+)</td><td>(b\d)</td><td[^>]*>(\d+)</td>"
+                      r"<td>([^<]*)</td><td>([^<]*)</td></tr>", table)
+    assert rows == [("1.0", "b1", "0", "[1, 2]", "[]"), ("2.0", "b1", "0", "[1]", "[2]"),
+                    ("4.0", "b2", "1", "[2]", "[]")]
+
+
+def test_sends_summary_stays_bounded_and_exact() -> None:
+    from harness.report.data import OpPoint, Sends
+
+    sends = Sends(cap=100)
+    for i in range(100_000):
+        typ = "fail" if i % 1000 == 0 else "ok"
+        sends.append(OpPoint(i / 1000, 1.0, typ, 2 * i, 2 * i + 1, i / 1000 + 0.0005))
+    kept = sends.points()
+    assert len(sends) == 100_000 and sends.by_type == {"ok": 99_900, "fail": 100, "info": 0}
+    assert len(kept) < 300 and sum(p.type == "fail" for p in kept) == 100
+    gaps = {b.invoke_index - a.invoke_index for a, b in zip(sends.oks, sends.oks[1:], strict=False)}
+    assert max(gaps) <= min(gaps) + 2  # evenly spread (indexes step by 2; +2 around a fail)
+    width, series = throughput(sends, 100.0)
+    assert width == 2 and sum(v * width for s in series.values() for _, v in s) == 100_000
+    shown, total = thin(sends, limit=50)
+    assert total == 100_000 and len(shown) <= 50

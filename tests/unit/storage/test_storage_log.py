@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from broker_app.storage import (
@@ -13,7 +15,16 @@ from broker_app.storage import (
     RecordBatchTooLargeError,
     UnexpectedAppendOffsetError,
 )
-from broker_app.storage.records import iter_batches, parse_header, stamp_batch
+from broker_app.storage.records import (
+    CRC_OFFSET,
+    compute_crc,
+    iter_batches,
+    parse_header,
+    stamp_batch,
+)
+
+# baseOffset 8, length 4, epoch 4, magic 1, crc 4, attributes 2, lastOffsetDelta 4, baseTs 8
+MAX_TIMESTAMP_OFFSET = 35
 
 
 def offsets(data: bytes) -> list[tuple[int, int]]:
@@ -187,3 +198,31 @@ def test_io_error_takes_log_offline(log, mkbatch):
     assert exc.value.kafka_error_code == 56
     with pytest.raises(KafkaStorageError, match="offline"):
         log.read(0, 100)
+
+
+def _lying_max_timestamp(batch: bytes, max_ts: int) -> bytes:
+    """The batch with its header's maxTimestamp replaced (CRC recomputed): a client's lie."""
+    out = bytearray(batch)
+    struct.pack_into(">q", out, MAX_TIMESTAMP_OFFSET, max_ts)
+    struct.pack_into(">I", out, CRC_OFFSET, compute_crc(out))
+    return bytes(out)
+
+
+def test_max_timestamp_when_the_header_matches_no_record(log, mkbatch):
+    # Issue 18: -3 raised StopIteration and closed the connection. Followers copy batches
+    # verbatim, so this is how such a header reaches a log even if the leader validates.
+    log.append_as_follower(mkbatch(3, timestamp=1000, base_offset=0, epoch=4))
+    log.append_as_follower(
+        _lying_max_timestamp(mkbatch(2, timestamp=2000, base_offset=3, epoch=4), 5000)
+    )
+    log.append_as_follower(mkbatch(1, timestamp=1500, base_offset=5, epoch=4))
+    # The batch claiming the largest maxTimestamp wins; inside it no record has 5000, so the
+    # answer is its first record with the largest real timestamp.
+    assert log.fetch_offset_by_timestamp(-3) == (2000, 3, 4)
+
+
+def test_max_timestamp_is_the_first_record_carrying_it(log, mkbatch):
+    log.append_as_leader(mkbatch(2, timestamp=1000), 3)
+    log.append_as_leader(mkbatch(3, timestamp=4000), 3)  # offsets 2..4, all at 4000
+    log.append_as_leader(mkbatch(1, timestamp=2000), 3)
+    assert log.fetch_offset_by_timestamp(-3) == (4000, 2, 3)

@@ -90,7 +90,7 @@ def test_corruption_below_recovery_point_is_not_rescanned(log_dir, mkbatch):
 
 
 def test_log_manager_clean_and_unclean_restart(tmp_path, mkbatch):
-    mgr = LogManager(tmp_path, CFG)
+    mgr = LogManager.open(tmp_path, CFG)
     a = mgr.get_or_create_log("orders", 0)
     b = mgr.get_or_create_log("my-topic", 3)
     for _ in range(5):
@@ -107,7 +107,7 @@ def test_log_manager_clean_and_unclean_restart(tmp_path, mkbatch):
         "0\n2\nmy-topic 3 1\norders 0 10\n"
     )
 
-    mgr = LogManager(tmp_path, CFG)
+    mgr = LogManager.open(tmp_path, CFG)
     assert mgr.had_clean_shutdown and not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
     a = mgr.get_log(TopicPartition("orders", 0))
     assert (a.log_end_offset, a.high_watermark, a.recovery_point) == (10, 6, 10)
@@ -124,7 +124,7 @@ def test_log_manager_clean_and_unclean_restart(tmp_path, mkbatch):
         lg.close()
     os.truncate(seg, seg.stat().st_size - 3)
 
-    mgr = LogManager(tmp_path, CFG)
+    mgr = LogManager.open(tmp_path, CFG)
     try:
         assert not mgr.had_clean_shutdown
         a = mgr.get_log(("orders", 0))
@@ -140,7 +140,7 @@ def test_log_manager_rejects_bad_topic_names(tmp_path):
 
     from broker_app.storage import InvalidTopicError
 
-    mgr = LogManager(tmp_path, CFG)
+    mgr = LogManager.open(tmp_path, CFG)
     try:
         for bad in ("", "a b", "../x", "x" * 250, ".."):
             with pytest.raises(InvalidTopicError):
@@ -156,7 +156,7 @@ def test_log_manager_leaves_other_dirs_alone(tmp_path):
     (tmp_path / "groups").mkdir()
     (tmp_path / "groups" / "state.json").write_text("{}")
     (tmp_path / "orders-0.0123456789abcdef0123456789abcdef-delete").mkdir()
-    mgr = LogManager(tmp_path, CFG)
+    mgr = LogManager.open(tmp_path, CFG)
     try:
         assert mgr.all_logs() == {}
         assert (tmp_path / "groups" / "state.json").exists()
@@ -166,14 +166,14 @@ def test_log_manager_leaves_other_dirs_alone(tmp_path):
 
 
 def test_clean_shutdown_still_recovers_a_torn_segment(tmp_path, mkbatch):
-    mgr = LogManager(tmp_path, CFG)
+    mgr = LogManager.open(tmp_path, CFG)
     log = mgr.get_or_create_log("t", 0)
     for _ in range(20):
         log.append_as_leader(mkbatch(2, value=b"q" * 30), 1)
     mgr.shutdown()
     first = sorted((tmp_path / "t-0").glob("*.log"))[0]
     os.truncate(first, first.stat().st_size - 3)  # damage below the recovery point
-    mgr = LogManager(tmp_path, CFG)
+    mgr = LogManager.open(tmp_path, CFG)
     try:
         log = mgr.get_log(("t", 0))
         assert len(log.segments) == 1  # later segments would follow a hole: deleted
@@ -182,3 +182,22 @@ def test_clean_shutdown_still_recovers_a_torn_segment(tmp_path, mkbatch):
         assert offs == list(range(0, log.log_end_offset, 2))
     finally:
         mgr.shutdown()
+
+
+def test_clean_shutdown_marker_carries_the_broker_epoch(tmp_path):
+    """KIP-966: the marker holds the epoch the broker had; the next start reads it back and
+    removes the marker, so a crash after that start registers with -1."""
+    mgr = LogManager.open(tmp_path, CFG)
+    assert mgr.previous_broker_epoch == -1  # first start: no marker
+    mgr.shutdown(broker_epoch=42)
+    mgr = LogManager.open(tmp_path, CFG)
+    assert mgr.previous_broker_epoch == 42 and not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+    for lg in mgr.all_logs().values():  # crash: no shutdown, no marker
+        lg.close()
+    mgr = LogManager.open(tmp_path, CFG)
+    assert mgr.previous_broker_epoch == -1 and not mgr.had_clean_shutdown
+    mgr.shutdown()
+    (tmp_path / CLEAN_SHUTDOWN_FILE).write_text("")  # an old, empty marker vouches for nothing
+    mgr = LogManager.open(tmp_path, CFG)
+    assert mgr.had_clean_shutdown and mgr.previous_broker_epoch == -1
+    mgr.shutdown()

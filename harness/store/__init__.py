@@ -3,10 +3,14 @@
 Contract:
 - `Store(root).create_run(plan_name, plan_data)` makes `root/<plan>/<timestamp>/` with
   `plan.yaml` (the plan as run: `harness.plan.serialize.plan_to_data`), `logs/`, `data/`, and
-  points `root/latest` (a relative symlink, replaced atomically) at it. The other files are
-  written by their owners into the paths `RunDir` names: `history.jsonl` (HistoryWriter),
-  `states.jsonl` (harness.report.states), `results.json` (checker), `report.html` (report),
-  `run.json` (the run's own facts: seed, start time, argv, exit reason; `write_meta`).
+  points `root/latest` (a relative symlink, replaced atomically) at it.
+- The store owns the run-dir file formats, one module per kind, each with its one writer and
+  one reader: harness.store.history (history.jsonl: HistoryWriter, read_history),
+  harness.store.states (states.jsonl: StatesWriter, read_states), harness.store.results
+  (results.json: write_results, read_results) and harness.store.meta (run.json: the run's own
+  facts, seed, start time, argv, exit reason: write_meta, read_meta). Producers (the run, the
+  checker, the state poller) and readers (report, scenario, nightly, bench) go through them.
+  `report.html` is the report's own output.
 - Timestamps are UTC `YYYYmmddTHHMMSS.mmmZ`, so names sort in time order; a clash within the
   same millisecond gets a `-1`, `-2`, … suffix, never an overwrite.
 - `Store.runs(plan=None)` lists run dirs oldest first; `RunDir(path)` opens any run dir by path
@@ -16,7 +20,6 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -27,19 +30,17 @@ from typing import Any
 
 import yaml
 
-from harness.checker.history import HISTORY_FILE, RESULTS_FILE, HistoryWriter
+from harness.store.files import StoreError, load_mapping
+from harness.store.history import HISTORY_FILE, HistoryWriter
+from harness.store.meta import META_FILE, read_meta, write_meta
+from harness.store.results import RESULTS_FILE, read_results
+from harness.store.states import STATES_FILE
 
 PLAN_FILE = "plan.yaml"
-STATES_FILE = "states.jsonl"
 REPORT_FILE = "report.html"
-META_FILE = "run.json"
 LATEST = "latest"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _TIMESTAMP = re.compile(r"^\d{8}T\d{6}\.\d{3}Z(-\d+)?$")
-
-
-class StoreError(Exception):
-    pass
 
 
 def safe_name(name: str) -> str:
@@ -86,33 +87,17 @@ class RunDir:
 
     def plan(self) -> dict[str, Any] | None:
         """plan.yaml as data, None when absent; a broken file is a StoreError naming it."""
-        return self._load(self.plan_path, yaml.safe_load)
+        return load_mapping(self.plan_path, yaml.safe_load)
 
     def results(self) -> dict[str, Any] | None:
-        return self._load(self.results_path, json.loads)
+        return read_results(self.path)
 
     def meta(self) -> dict[str, Any]:
-        return self._load(self.meta_path, json.loads) or {}
+        return read_meta(self.path)
 
     def write_meta(self, **fields: Any) -> dict[str, Any]:
         """Merge `fields` into run.json (seed, started, argv, exit code, reason…)."""
-        meta = {**self.meta(), **fields}
-        tmp = self.meta_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.meta_path)
-        return meta
-
-    @staticmethod
-    def _load(path: Path, parse) -> Any:
-        if not path.is_file():
-            return None
-        try:
-            data = parse(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as e:
-            raise StoreError(f"{path}: cannot read: {e}") from e
-        if data is not None and not isinstance(data, dict):
-            raise StoreError(f"{path}: expected a mapping, got {type(data).__name__}")
-        return data
+        return write_meta(self.path, **fields)
 
 
 def _order(run: RunDir) -> tuple[str, int, str]:

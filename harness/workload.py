@@ -1,4 +1,6 @@
-"""Which op runs when: producers at a rate over the plan's partitions, consumers polling.
+"""The workload: which op runs when (producers at a rate over the plan's partitions, consumers
+polling), and the threads that run them. (Named harness/generator.py before: it is not a
+generator in the Jepsen sense, it runs client threads at a pace.)
 
 Contract:
 - Pure scheduling (no threads, no clients; unit-testable with a fake clock): `Values` hands out
@@ -24,9 +26,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from harness.checker.history import HistoryWriter
 from harness.client import ConsumerClient, ProcessIds, ProducerClient
 from harness.plan.model import ClusterSpec, ConsumerSpec, Plan, ProducerSpec
+from harness.store.history import HistoryWriter
 
 log = logging.getLogger(__name__)
 

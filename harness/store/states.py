@@ -14,6 +14,9 @@ said about its own replica of `topic`/`partition` when the run polled its admin 
 | `hw` | int | this replica's high watermark |
 | `leo` | int | this replica's log end offset |
 | `isr` | list of int | the ISR as this broker knows it (the leader's view is authoritative) |
+| `loop_lag_ms` | int, optional | the broker's event-loop lag at that poll (its /state's |
+| | | `event_loop_lag_ms.current`); absent when unknown |
+| `elr` | list of int | optional: the eligible leader replicas (KIP-966) in this broker's metadata |
 
 A broker that could not be asked (down, paused, cut off) simply has no line for that poll;
 the timeline shows a gap. Lines are in time order per writer; readers sort anyway.
@@ -32,6 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+STATES_FILE = "states.jsonl"
 ROLES = ("leader", "follower", "none")
 
 
@@ -47,13 +51,18 @@ class StateSample:
     hw: int
     leo: int
     isr: tuple[int, ...]
+    loop_lag_ms: int | None = None
+    elr: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.partition}"
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "isr": list(self.isr)}
+        out = {**asdict(self), "isr": list(self.isr), "elr": list(self.elr)}
+        if self.loop_lag_ms is None:
+            del out["loop_lag_ms"]
+        return out
 
 
 class StatesWriter:
@@ -72,12 +81,13 @@ class StatesWriter:
 
     def write(self, node: int, topic: str, partition: int, role: str, leader: int | None,
               epoch: int, hw: int, leo: int, isr: list[int] | tuple[int, ...],
-              time_ns: int | None = None) -> StateSample:
+              time_ns: int | None = None, loop_lag_ms: int | None = None,
+              elr: list[int] | tuple[int, ...] = ()) -> StateSample:
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
         t = self._clock() - self._start if time_ns is None else time_ns
         sample = StateSample(max(0, t), node, topic, partition, role, leader, epoch, hw, leo,
-                             tuple(isr))
+                             tuple(isr), loop_lag_ms, tuple(elr))
         line = json.dumps(sample.to_json(), separators=(",", ":"))
         with self._lock:
             self._fh.write(line + "\n")
@@ -114,13 +124,17 @@ def parse_sample(obj: Any) -> tuple[StateSample | None, str | None]:
         ("hw", _int(obj.get("hw"))),
         ("leo", _int(obj.get("leo"))),
         ("isr", isinstance(obj.get("isr"), list) and all(_int(i) for i in obj["isr"])),
+        ("loop_lag_ms", obj.get("loop_lag_ms") is None
+         or (_int(obj.get("loop_lag_ms")) and obj["loop_lag_ms"] >= 0)),
+        ("elr", isinstance(obj.get("elr", []), list) and all(_int(i) for i in obj.get("elr", []))),
     )
     for name, ok in checks:
         if not ok:
             return None, f"{name}: invalid value {obj.get(name)!r}"
     return StateSample(
         obj["time"], obj["node"], obj["topic"], obj["partition"], obj["role"], obj["leader"],
-        obj["epoch"], obj["hw"], obj["leo"], tuple(obj["isr"]),
+        obj["epoch"], obj["hw"], obj["leo"], tuple(obj["isr"]), obj.get("loop_lag_ms"),
+        tuple(obj.get("elr", [])),
     ), None
 
 

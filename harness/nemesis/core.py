@@ -1,5 +1,9 @@
 """Nemesis: interprets a plan's steps against a running cluster, in a thread of its own.
 
+What each action does (and undoes) lives in harness/nemesis/handlers.py, one handler per
+action kind of the action table; this module is the schedule: when steps fire, when their
+undo is due, and the history ops and events that record them.
+
 Contract (the semantics of harness/plan/model.py):
 - `Nemesis(cluster, steps, history, state, seed)`: `cluster` is a harness.cluster.Cluster
   (process and disk faults; its `net` for links), `state()` returns the latest ClusterState
@@ -28,22 +32,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.checker.history import HistoryWriter
+from harness.nemesis.handlers import (
+    UNSUPPORTED,
+    Fault,
+    NemesisError,
+    StepContext,
+    handler_for,
+    heal_everything,
+)
 from harness.plan.errors import ResolutionError
 from harness.plan.model import Step
 from harness.plan.state import ClusterState, Node
 from harness.plan.targets import Target, resolve, step_rng
 from harness.plan.timing import FIRE, TIMED_OUT, step_status
+from harness.store.history import HistoryWriter
 
 log = logging.getLogger(__name__)
 
 TICK_S = 0.1
-UNSUPPORTED = {"reassign": "partition reassignment is not supported by `highwater run` yet "
-                           "(no client here sends AlterPartitionReassignments)"}
-
-
-class NemesisError(RuntimeError):
-    """A step the run cannot carry out on this cluster."""
 
 
 def check_supported(steps: Sequence[Step]) -> None:
@@ -51,11 +57,6 @@ def check_supported(steps: Sequence[Step]) -> None:
         if s.action in UNSUPPORTED:
             where = f"line {s.line}: " if s.line else ""
             raise NemesisError(f"{where}step {s.name!r}: {UNSUPPORTED[s.action]}")
-
-
-def node_name(n: Node) -> str:
-    """The cluster's name for a plan node: broker-<id>, controller, client."""
-    return "controller" if n.kind == "controller" else str(n)
 
 
 @dataclass
@@ -71,7 +72,7 @@ class _Active:
 class Event:
     elapsed_s: float
     step: str
-    kind: str  # start | stop | skip | error | timeout
+    kind: str  # start | stop | skip | error | timeout | note (what a fault did, e.g. bits)
     text: str
 
 
@@ -202,11 +203,12 @@ class Nemesis:
     def _fire(self, index: int, step: Step) -> None:
         state = self.state()
         try:
-            nodes, act, undo, extra = self._plan(index, step, state)
+            fault = self._plan(index, step, state)
         except (ResolutionError, ValueError) as exc:
             self._event(step.name, "error", f"{step.describe()}: {exc}")
             return
-        value = {"step": step.name, "nodes": list(nodes), **step.params, **extra}
+        nodes, act, undo = fault.nodes, fault.act, fault.undo
+        value = {"step": step.name, "nodes": list(nodes), **step.params, **fault.extra}
         if step.duration is not None:
             value["duration"] = step.duration
         self.history.nemesis(step.action, "start", value)
@@ -218,6 +220,8 @@ class Nemesis:
             self.history.nemesis(step.action, "stop", value)
             self._event(step.name, "error", f"{step.action} failed: {type(exc).__name__}: {exc}")
             return
+        for note in fault.notes:
+            self._event(step.name, "note", note)
         if step.duration is not None and undo is not None:
             with self._lock:
                 self._active.append(_Active(step, nodes, value, undo,
@@ -232,111 +236,23 @@ class Nemesis:
         return resolve(target, state or _EMPTY, step_rng(self.seed, index),
                        other_side=other_side, steps=self._resolved)
 
-    def _plan(self, index: int, step: Step, state: ClusterState | None
-              ) -> tuple[tuple[str, ...], Callable[[], None], Callable[[], None] | None,
-                         dict[str, Any]]:
-        """(node names, do, undo, extra history fields) for `step` on `state`."""
-        c, a, p = self.cluster, step.action, step.params
-        net = c.net
-        resolved: tuple[Node, ...] = ()
+    def _plan(self, index: int, step: Step, state: ClusterState | None) -> Fault:
+        """The fault `step` makes on `state`, from the handler of its action's kind."""
+        handler = handler_for(step.action)
+        targets: tuple[Node, ...] = ()
         if step.target is not None:
-            resolved = self._resolve(index, step.target, state)
-            self._resolved[step.name] = resolved
-        names = tuple(node_name(n) for n in resolved)
-        if a == "partition":
-            peers = self._resolve(index, step.peers or Target("rest"), state, resolved)
-            pairs = [(x, node_name(y)) for x in names for y in peers
-                     if node_name(y) != x and net.linked(x, node_name(y))]
-            return (names, lambda: [net.partition(x, y) for x, y in pairs],
-                    lambda: [net.heal(x, y) for x, y in pairs],
-                    {"peers": sorted({y for _, y in pairs})})
-        if a == "isolate":
-            return (names, lambda: [net.isolate(n) for n in names],
-                    lambda: [net.rejoin(n) for n in names], {})
-        if a in ("latency", "bandwidth"):
-            assert step.src is not None and step.dst is not None
-            if step.src.kind == "rest":
-                dst = self._resolve(index, step.dst, state)
-                src = self._resolve(index, step.src, state, dst)
-            else:
-                src = self._resolve(index, step.src, state)
-                dst = self._resolve(index, step.dst, state, src)
-            self._resolved[step.name] = tuple(dict.fromkeys((*src, *dst)))
-            pairs = [(node_name(x), node_name(y)) for x in src for y in dst
-                     if x != y and net.linked(node_name(x), node_name(y))]
-            if not pairs:
-                raise ResolutionError(f"no proxied link from {step.src} to {step.dst}")
+            targets = self._resolve(index, step.target, state)
+            self._resolved[step.name] = targets
 
-            def act() -> None:
-                for x, y in pairs:
-                    if a == "latency":
-                        net.latency(x, y, int(p["ms"]), int(p.get("jitter_ms") or 0))
-                    else:
-                        net.bandwidth(x, y, int(p["kbps"]))
+        def remember(nodes: tuple[Node, ...]) -> None:
+            self._resolved[step.name] = nodes
 
-            def undo() -> None:
-                for x, y in pairs:
-                    net.clear(x, y, kinds=(a,))
-
-            links = [f"{x}->{y}" for x, y in pairs]
-            return (tuple(links), act, undo, {"links": links})
-        if a == "heal":
-            return ((), net.heal_all, None, {})
-        if a == "heal-all":
-            return ((), self._heal_everything, None, {})
-        if a == "kill":
-            lose = bool(p.get("lose_unsynced"))
-            return (names, lambda: [c.kill(n, lose_unsynced=lose) for n in names],
-                    lambda: self._start_all(names), {})
-        if a == "stop":
-            return (names, lambda: [c.stop(n) for n in names], lambda: self._start_all(names), {})
-        if a == "start":
-            return (names, lambda: self._start_all(names), None, {})
-        if a == "restart":
-            sig, lose = str(p.get("signal", "TERM")), bool(p.get("lose_unsynced"))
-            return (names, lambda: [c.restart(n, signal=sig, lose_unsynced=lose) for n in names],
-                    None, {})
-        if a == "pause":
-            return (names, lambda: [c.pause(n) for n in names],
-                    lambda: self._resume_all(names), {})
-        if a == "resume":
-            return (names, lambda: self._resume_all(names), None, {})
-        if a == "disk-stall":
-            seconds = float(step.duration or 0)
-            ops = str(p.get("ops", "all"))
-            return (names, lambda: [c.disk_stall(n, seconds, ops) for n in names],
-                    lambda: [c.disk_unstall(n) for n in names], {})
-        if a == "disk-sync":
-            return (names, lambda: [c.disk_sync(n) for n in names], None, {})
-        if a == "elect-preferred":
-            parts = list(p.get("partitions") or ())
-            return ((), lambda: elect_preferred(self.bootstrap(), parts), None, {})
-        raise NemesisError(UNSUPPORTED.get(a, f"unknown action {a!r}"))
+        ctx = StepContext(self.cluster,
+                          lambda t, other: self._resolve(index, t, state, other),
+                          remember, self.bootstrap, lambda: step_rng(self.seed, index))
+        return handler.fault(step, targets, ctx)
 
     # ------------------------------------------------------------------ repairs
-
-    def _start_all(self, names: Sequence[str]) -> None:
-        for n in names:
-            status = self.cluster.status(n)
-            if status == "paused":
-                self.cluster.resume(n)
-            elif status in ("exited", "created", "dead"):
-                self.cluster.start(n)
-
-    def _resume_all(self, names: Sequence[str]) -> None:
-        for n in names:
-            if self.cluster.status(n) == "paused":
-                self.cluster.resume(n)
-
-    def _heal_everything(self) -> None:
-        c = self.cluster
-        c.net.heal_all()
-        nodes = [n for n in c._node_names()]
-        self._start_all(nodes)
-        if getattr(c, "disk_faults", False):
-            for n in nodes:
-                if n.startswith("broker-"):
-                    c.disk_unstall(n)
 
     def heal_all(self) -> None:
         """Undo everything now (the end of the faults): network, processes, disks."""
@@ -346,7 +262,7 @@ class Nemesis:
         self.history.nemesis("heal-all", "start", value)
         self._event("final-heal", "start", "heal-all")
         try:
-            self._heal_everything()
+            heal_everything(self.cluster)
         finally:
             for a in pending:
                 self.history.nemesis(a.step.action, "stop", a.value)
@@ -357,21 +273,3 @@ class Nemesis:
 
 _EMPTY = ClusterState(brokers=(), alive=frozenset(), partitions={})
 
-
-def elect_preferred(bootstrap: str, partitions: Sequence[str] = (), timeout_s: float = 30.0
-                    ) -> None:
-    """ElectLeaders (preferred) through the client proxies; every partition when none given."""
-    from confluent_kafka import ElectionType, KafkaException, TopicPartition
-    from confluent_kafka.admin import AdminClient
-
-    from harness.generator import parse_partition
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    tps = [TopicPartition(*parse_partition(p)) for p in partitions] or None
-    fut = admin.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=timeout_s)
-    try:
-        fut.result(timeout=timeout_s)
-    except KafkaException as exc:
-        # ELECTION_NOT_NEEDED: the preferred replica already leads; that is not a failure.
-        if "ELECTION_NOT_NEEDED" not in str(exc):
-            raise

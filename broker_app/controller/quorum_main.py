@@ -1,0 +1,95 @@
+"""`highwater controller --controller-quorum-voters 1@h:p,2@h:p,3@h:p`: one voter of a Raft
+quorum of controllers (issue 13, step 2).
+
+Start-up: open the Raft log (`<data-dir>/__cluster_metadata-0/`) and the election state
+(`<data-dir>/quorum-state`), listen on --port (Kafka requests from brokers and Raft requests
+from the other voters: the address listed for this node in the voters must reach it), start
+the Raft driver. Prints `controller <node-id> listening on HOST:PORT admin PORT` like the
+single controller. On SIGTERM the active controller resigns (EndQuorumEpoch) before exiting.
+
+The data directory of a single controller is not a Raft log (no LeaderChange, no
+quorum-state); do not switch an existing directory between the two modes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import random
+import signal
+
+from broker_app.protocol.apis import VersionRange
+from broker_app.raft import KafkaRaftClient, RaftConfig, parse_quorum_voters
+from broker_app.raft.file_log import FileQuorumStateStore, FileReplicatedLog
+
+from .apis import CONTROLLER_APIS, ControllerApiKey
+from .config import ControllerConfig
+from .raft_controller import RaftQuorumController
+from .raft_facade import RaftControllerFacade
+from .raft_manager import RAFT_APIS, RAFT_FETCH_VERSION, RaftManager, monotonic_ms
+from .server import ControllerServer, QuorumEdge
+
+log = logging.getLogger("broker_app.controller")
+
+
+async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> None:
+    voters = parse_quorum_voters(args.controller_quorum_voters)
+    if config.node_id not in voters:
+        raise ValueError(f"--node-id {config.node_id} is not among the quorum voters "
+                         f"{sorted(voters)}")
+    raft_config = RaftConfig(
+        node_id=config.node_id, voters=frozenset(voters),
+        election_timeout_ms=args.controller_quorum_election_timeout_ms,
+        fetch_timeout_ms=args.controller_quorum_fetch_timeout_ms)
+    raft_log = FileReplicatedLog(args.data_dir)
+    try:
+        client = KafkaRaftClient(raft_config, raft_log, FileQuorumStateStore(args.data_dir),
+                                 random.Random(), monotonic_ms())
+        raft = RaftQuorumController(config, client)
+        server: ControllerServer | None = None
+
+        def on_commit() -> None:
+            if server is not None:
+                server.wake_parked_fetches()
+
+        manager = RaftManager(raft, voters, config.cluster_id, on_commit)
+        facade = RaftControllerFacade(raft, manager.wakeup)
+        apis = {**CONTROLLER_APIS, **RAFT_APIS,
+                ControllerApiKey.FETCH: VersionRange(4, RAFT_FETCH_VERSION)}
+        server = ControllerServer(
+            facade, raft.metadata_log, args.host, args.port, args.admin_port,  # type: ignore[arg-type]
+            args.advertised_host, args.tick_interval_ms,
+            fetch_max_wait_cap_ms=args.fetch_max_wait_cap_ms,
+            quorum=QuorumEdge(facade, manager, apis),
+        )  # fmt: skip
+        await server.start()
+        me = (config.node_id, server.advertised_host, server.port)
+
+        def active_endpoint() -> tuple[int, str, int]:
+            # The voters' addresses are the ones controllers use for each other; a client
+            # sees the same ones (with Toxiproxy in between they would be proxies: step 7).
+            leader = client.leader_id
+            if leader is None or leader == config.node_id or leader not in voters:
+                return me
+            return (leader, *voters[leader])
+
+        assert server.apis is not None
+        server.apis.controller_endpoint = active_endpoint
+        manager.start()
+        log.info("controller %d: voter of %s, raft epoch %d, log end offset %d",
+                 config.node_id, sorted(voters), client.epoch, raft_log.end_offset)
+        print(f"controller {config.node_id} listening on {args.host}:{server.port} "
+              f"admin {server.admin_port}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        log.info("controller %d shutting down", config.node_id)
+        await manager.stop()
+        await server.stop()
+    finally:
+        raft_log.close()

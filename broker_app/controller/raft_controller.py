@@ -1,0 +1,197 @@
+"""RaftQuorumController: one controller of a Raft quorum, sans-I/O (issue 13, step 2).
+
+It joins a KafkaRaftClient (the vote and the replicated `__cluster_metadata` log) and the
+existing QuorumController (the metadata state machine), as Kafka's QuorumController does with
+its QuorumMetaLogListener and deferred event queue:
+- Every controller applies committed data (`poll_committed`) to `committed_image`, in order.
+  A standby answers nothing that writes; its committed image is what it may serve (broker
+  metadata fetches stop at the high watermark, RaftMetadataLog.read).
+- The Raft leader becomes the ACTIVE controller only once its own LeaderChange record is
+  committed (the client reports a high watermark only then); by that time its whole log is
+  committed, and it rebuilds a QuorumController image from the whole log. Broker sessions
+  start afresh there (heartbeat times are in memory, as after a restart and in Kafka).
+- `submit(op)` runs an operation on the active QuorumController, which appends its records
+  at once and applies them to its (uncommitted) image, as Kafka's active controller does;
+  the answer is held (PendingResponse) until the high watermark passes the log end it saw,
+  so no client sees a result that a failover could undo. An answer that wrote nothing waits
+  too: it may depend on an earlier, still uncommitted record (a registration retry).
+- A deposed leader (a higher epoch, or check-quorum resignation) drops its QuorumController
+  and every uncommitted change with it, and fails pending answers with NOT_CONTROLLER; the
+  committed image it keeps never held them. Raft then truncates its uncommitted tail.
+- Only the active controller runs `tick` (session expiry, elections, rebalance).
+
+The edge calls `sync(now_ms)` after every `client.handle`/`client.poll` (or uses `handle`/
+`poll` here, which do both). Not done: metadata snapshots (KIP-630) — a snapshot from the
+leader raises NotImplementedError; brokers do not yet follow the active controller.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker_app.metadata.image import MetadataImage
+from broker_app.metadata.records import decode_record
+from broker_app.raft import KafkaRaftClient
+from broker_app.raft.messages import Envelope
+
+from .config import ControllerConfig
+from .quorum_controller import QuorumController
+from .raft_metadata_log import NotControllerError, RaftMetadataLog
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PendingResponse:
+    """An operation's answer, held until the high watermark reaches wait_offset."""
+
+    value: Any
+    wait_offset: int
+    error: NotControllerError | None = None
+    done: bool = False
+    callbacks: list[Callable[[PendingResponse], None]] = field(default_factory=list)
+
+    def on_done(self, callback: Callable[[PendingResponse], None]) -> None:
+        if self.done:
+            callback(self)
+        else:
+            self.callbacks.append(callback)
+
+    def _finish(self, error: NotControllerError | None) -> None:
+        self.error, self.done = error, True
+        for cb in self.callbacks:
+            cb(self)
+        self.callbacks.clear()
+
+
+class RaftQuorumController:
+    def __init__(self, config: ControllerConfig, client: KafkaRaftClient,
+                 new_topic_id: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
+        if config.node_id != client.node_id:
+            raise ValueError(f"controller node id {config.node_id} != raft node id "
+                             f"{client.node_id}")
+        self.config = config
+        self.client = client
+        self.metadata_log = RaftMetadataLog(client)
+        self.new_topic_id = new_topic_id
+        self.committed_image = MetadataImage()
+        self._next_offset = 0  # poll_committed position
+        self.active: QuorumController | None = None
+        self.active_epoch: int | None = None
+        self._pending: list[PendingResponse] = []
+
+    # -- queries ----------------------------------------------------------------------------
+    @property
+    def is_active(self) -> bool:
+        return self.active is not None
+
+    def controller(self) -> QuorumController:
+        """The active QuorumController, or NotControllerError naming the leader we know."""
+        if self.active is None:
+            leader = self.client.leader_id
+            raise NotControllerError(
+                f"controller {self.config.node_id} is not active (raft epoch "
+                f"{self.client.epoch}, leader {leader})", leader)
+        return self.active
+
+    def quorum_state(self) -> dict[str, Any]:
+        """For GET /state."""
+        return {
+            "node_id": self.config.node_id,
+            "voters": sorted(self.client.config.voters),
+            "epoch": self.client.epoch,
+            "leader_id": self.client.leader_id,
+            "state": type(self.client.quorum.state).__name__,
+            "active": self.is_active,
+            "high_watermark": self.client.high_watermark,
+            "log_end_offset": self.metadata_log.end_offset,
+            "pending_responses": len(self._pending),
+        }
+
+    # -- operations -------------------------------------------------------------------------
+    def submit(self, op: Callable[[QuorumController], Any]) -> PendingResponse:
+        """Run op on the active controller; its answer waits for the commit of everything it
+        may depend on. Raises NotControllerError on a standby."""
+        value = op(self.controller())
+        pending = PendingResponse(value, self.metadata_log.end_offset)
+        self._pending.append(pending)
+        self._complete()
+        return pending
+
+    def tick(self, now_ms: int) -> None:
+        if self.active is not None:
+            self.active.tick(now_ms)
+
+    # -- driving ----------------------------------------------------------------------------
+    def deadline_ms(self) -> int:
+        return self.client.deadline_ms()
+
+    def handle(self, env: Envelope, now_ms: int) -> list[Envelope]:
+        out = self.client.handle(env, now_ms)
+        self.sync(now_ms)
+        return out
+
+    def poll(self, now_ms: int) -> list[Envelope]:
+        out = self.client.poll(now_ms)
+        self.sync(now_ms)
+        return out
+
+    def resign(self, now_ms: int) -> list[Envelope]:
+        out = self.client.resign(now_ms)
+        self.sync(now_ms)
+        return out
+
+    def sync(self, now_ms: int) -> None:
+        """Follow the Raft client after it handled a message or a timer."""
+        self._apply_committed()
+        c = self.client
+        if self.active is not None and (not c.is_leader or c.epoch != self.active_epoch):
+            self._deactivate()
+        if self.active is None and c.is_leader and c.high_watermark is not None:
+            self._activate()
+        self._complete()
+
+    def _apply_committed(self) -> None:
+        while True:
+            update = self.client.poll_committed(self._next_offset)
+            if update.snapshot is not None:
+                raise NotImplementedError("metadata snapshots are not supported yet (issue 13)")
+            if update.records:
+                self.committed_image = self.committed_image.apply_all(
+                    (off, decode_record(value, f"committed offset {off}"))
+                    for off, value in update.records)
+            if update.next_offset == self._next_offset:
+                return
+            self._next_offset = update.next_offset
+
+    def _activate(self) -> None:
+        # Our LeaderChange is committed, and we appended nothing after it: the whole log is
+        # committed, so the image rebuilt from it equals the committed image.
+        image = MetadataImage().apply_all(self.metadata_log.replay())
+        self.active = QuorumController(self.config, self.metadata_log, self.new_topic_id,
+                                       image=image)
+        self.active_epoch = self.client.epoch
+        log.info("controller %d is active in epoch %d (metadata offset %d)",
+                 self.config.node_id, self.client.epoch, image.offset)
+
+    def _deactivate(self) -> None:
+        log.info("controller %d is no longer active (epoch %s -> %d, leader %s): %d pending "
+                 "answers fail with NOT_CONTROLLER", self.config.node_id, self.active_epoch,
+                 self.client.epoch, self.client.leader_id, len(self._pending))
+        self.active, self.active_epoch = None, None
+        pending, self._pending = self._pending, []
+        for p in pending:
+            p._finish(NotControllerError(
+                f"controller {self.config.node_id} lost leadership before the answer was "
+                f"committed", self.client.leader_id))
+
+    def _complete(self) -> None:
+        hw = self.client.high_watermark
+        if self.active is None or hw is None:
+            return
+        while self._pending and self._pending[0].wait_offset <= hw:
+            self._pending.pop(0)._finish(None)

@@ -1,0 +1,181 @@
+"""RaftManager: the asyncio edge of a controller's Raft quorum (Kafka's KafkaRaftManager with
+its KafkaNetworkChannel), behind `--controller-quorum-voters`.
+
+- One driver task polls the RaftQuorumController when the client's deadline_ms() comes (or
+  at once when woken: a request arrived, an operation appended records) and sends what
+  it returns.
+- Outbound requests go over Kafka's protocol (kio_codec + the project's codec) to the peer's
+  Kafka listener, on two connections per peer: one for Fetch (a leader parks it up to
+  fetch_max_wait_ms) and one for everything else, so a parked Fetch never delays a Vote or
+  BeginQuorumEpoch. The KafkaClient gives each its own correlation id; the answer goes back
+  into Raft under the Raft client's id. A failed request is dropped: Raft resends on its own
+  timers (request_timeout_ms).
+- Inbound requests (Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot, Fetch v18 from a
+  voter) are handed to Raft with a local correlation id; the listener awaits the matching
+  response (a parked Fetch answers later, from a poll).
+- Every time the high watermark may have moved, `on_commit` is called (the server wakes the
+  brokers' parked metadata fetches).
+
+Not done: TLS/SASL, a separate CONTROLLER listener (voters use the Kafka listener), backoff
+per peer beyond Raft's own timers, dynamic voters (KIP-853).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from broker_app.protocol.apis import VersionRange
+from broker_app.protocol.codec import Request
+from broker_app.raft.kio_codec import from_kio, to_kio
+from broker_app.raft.messages import Envelope, FetchRequest, Message
+from broker_app.server.network_client import ClientError, KafkaClient
+
+from .aio import cancel_and_wait
+from .raft_controller import RaftQuorumController
+
+log = logging.getLogger(__name__)
+
+VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, FETCH_SNAPSHOT, FETCH = 52, 53, 54, 59, 1
+RAFT_FETCH_VERSION = 18
+POLL_ERROR_BACKOFF_S = 0.1
+# The API table a quorum controller listens with (CONTROLLER_APIS plus these); Fetch 13-17
+# are refused at decode time by the handler (brokers fetch metadata with <= 12).
+RAFT_APIS: dict[int, VersionRange] = {
+    VOTE: VersionRange(2, 2),
+    BEGIN_QUORUM_EPOCH: VersionRange(0, 0),
+    END_QUORUM_EPOCH: VersionRange(0, 0),
+    FETCH_SNAPSHOT: VersionRange(0, 0),
+}
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def is_raft_request(request: Request) -> bool:
+    return request.api_key in RAFT_APIS or (
+        request.api_key == FETCH and request.api_version == RAFT_FETCH_VERSION)
+
+
+def _sender_id(body: Message) -> int:
+    for name in ("replica_id", "candidate_id", "leader_id"):
+        value = getattr(body, name, None)
+        if value is not None:
+            return int(value)
+    raise ValueError(f"cannot tell who sent {body!r}")
+
+
+class RaftManager:
+    def __init__(self, raft: RaftQuorumController, voters: dict[int, tuple[str, int]],
+                 cluster_id: str, on_commit: Callable[[], None]) -> None:
+        self.raft = raft
+        self.voters = voters
+        self.cluster_id = cluster_id
+        self.on_commit = on_commit
+        cfg = raft.client.config
+        self._timeout_ms = cfg.request_timeout_ms + cfg.fetch_max_wait_ms
+        self._clients: dict[tuple[int, bool], KafkaClient] = {}
+        self._inbound: dict[int, asyncio.Future[Message]] = {}
+        self._next_inbound = 0
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._driver: asyncio.Task[None] | None = None
+        self._hw: int | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> None:
+        self._driver = asyncio.create_task(self._drive())
+
+    async def stop(self) -> None:
+        """Resign gracefully (EndQuorumEpoch, best effort) and stop."""
+        self._dispatch(self.raft.resign(monotonic_ms()))
+        await asyncio.sleep(0.05)  # let the EndQuorumEpoch requests leave
+        tasks = list(self._tasks) + ([self._driver] if self._driver else [])
+        await cancel_and_wait(tasks)
+        for c in self._clients.values():
+            c.close()
+
+    def wakeup(self) -> None:
+        self._wake.set()
+
+    # -- driver -----------------------------------------------------------------------------
+    async def _drive(self) -> None:
+        while True:
+            try:
+                self._dispatch(self.raft.poll(monotonic_ms()))
+            except Exception:  # a bug here must not silently stop the quorum
+                log.exception("raft poll failed")
+                await asyncio.sleep(POLL_ERROR_BACKOFF_S)  # nor spin on a deadline in the past
+            self._after()
+            delay = max(0, self.raft.deadline_ms() - monotonic_ms()) / 1000
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), min(delay, 1.0))
+            except TimeoutError:
+                pass
+
+    def _after(self) -> None:
+        hw = self.raft.client.high_watermark
+        if hw != self._hw:
+            self._hw = hw
+            self.on_commit()
+
+    def _dispatch(self, envelopes: list[Envelope]) -> None:
+        for env in envelopes:
+            if type(env.body).__name__.endswith("Response"):
+                fut = self._inbound.pop(env.correlation_id, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(env.body)
+            else:
+                task = asyncio.create_task(self._send(env))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    def _client(self, peer: int, fetch: bool) -> KafkaClient:
+        key = (peer, fetch)
+        if key not in self._clients:
+            host, port = self.voters[peer]
+            self._clients[key] = KafkaClient(
+                host, port, f"controller-{self.raft.config.node_id}-raft", self._timeout_ms)
+        return self._clients[key]
+
+    async def _send(self, env: Envelope) -> None:
+        client = self._client(env.dst, isinstance(env.body, FetchRequest))
+        try:
+            response = await client.send(to_kio(env.body, self.cluster_id))
+            body = from_kio(response)
+        except (ClientError, ValueError) as e:
+            log.debug("raft %s to %d failed: %s", type(env.body).__name__, env.dst, e)
+            return
+        reply = Envelope(env.dst, env.src, env.correlation_id, body)
+        try:
+            self._dispatch(self.raft.handle(reply, monotonic_ms()))
+        except Exception:
+            log.exception("raft: handling %s from %d failed", type(body).__name__, env.dst)
+        self._after()
+        self.wakeup()
+
+    # -- inbound ----------------------------------------------------------------------------
+    async def handle_request(self, request: Request) -> Any:
+        """A Raft request from a peer -> its kio response entity (None: no answer, close)."""
+        body = from_kio(request.body)
+        src = _sender_id(body)
+        if src not in self.voters and not isinstance(body, FetchRequest):
+            raise ValueError(f"{type(body).__name__} from {src}, not a voter")
+        self._next_inbound += 1
+        corr = self._next_inbound
+        fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._inbound[corr] = fut
+        try:
+            self._dispatch(self.raft.handle(
+                Envelope(src, self.raft.config.node_id, corr, body), monotonic_ms()))
+            self._after()
+            self.wakeup()
+            answer = await asyncio.wait_for(fut, self._timeout_ms / 1000)
+        finally:
+            self._inbound.pop(corr, None)
+        return to_kio(answer)

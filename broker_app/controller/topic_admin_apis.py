@@ -1,0 +1,92 @@
+"""Topic admin requests on the controller: DeleteTopics, CreatePartitions, AlterConfigs and
+IncrementalAlterConfigs, wire request -> QuorumController operation -> wire response.
+
+Brokers forward these unchanged (server/cluster_link.py), as Kafka's brokers forward them to
+the KRaft controller (KIP-590). Config values are validated here against the one catalogue
+(server/configs.py) before the controller writes ConfigRecords; a bad entry fails its whole
+resource, as Kafka's ConfigurationControlManager does. Resource types: TOPIC only; BROKER
+(dynamic broker configs) answers INVALID_REQUEST, any other type INVALID_REQUEST too.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker_app.protocol.codec import Request
+from broker_app.server.api_common import respond
+from broker_app.server.configs import (
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    ConfigError,
+    topic_changes,
+)
+
+from .errors import Errors
+from .messages import NewPartitions
+from .quorum_controller import QuorumController
+
+
+def handle_delete_topics(controller: QuorumController, request: Request, now_ms: int) -> Any:
+    body = request.body
+    if hasattr(body, "topics"):  # v6: names or ids
+        wanted = [(t.name, t.topic_id) for t in body.topics]
+    else:
+        wanted = [(name, None) for name in body.topic_names]
+    results, _ = controller.delete_topics(wanted, now_ms)
+    return respond(request, {"throttle_time": 0, "responses": [
+        {"name": r.name, "topic_id": r.topic_id or uuid.UUID(int=0), "error_code": r.error,
+         "error_message": r.message} for r in results]})  # fmt: skip
+
+
+def handle_create_partitions(controller: QuorumController, request: Request, now_ms: int) -> Any:
+    body = request.body
+    items = [NewPartitions(t.name, int(t.count), None if t.assignments is None else
+                           [tuple(a.broker_ids) for a in t.assignments])
+             for t in body.topics]  # fmt: skip
+    results, _ = controller.create_partitions(items, bool(body.validate_only), now_ms)
+    return respond(request, {"throttle_time": 0, "results": [
+        {"name": r.name, "error_code": r.error, "error_message": r.message}
+        for r in results]})  # fmt: skip
+
+
+def _alter(controller: QuorumController, request: Request, now_ms: int, incremental: bool) -> Any:
+    body = request.body
+    responses: list[dict[str, Any] | None] = []
+    items: list[tuple[str, dict[str, str | None]]] = []
+    slots: list[int] = []
+    for res in body.resources:
+        out = {"resource_type": res.resource_type, "resource_name": res.resource_name,
+               "error_code": Errors.NONE, "error_message": None}  # fmt: skip
+        try:
+            if res.resource_type == RESOURCE_BROKER:
+                raise ConfigError(Errors.INVALID_REQUEST,
+                                  "dynamic broker configs are not supported by this broker")
+            if res.resource_type != RESOURCE_TOPIC:
+                raise ConfigError(Errors.INVALID_REQUEST,
+                                  f"unsupported resource type {res.resource_type}")
+            topic = controller.image.topics.get(res.resource_name)
+            current = dict(topic.configs) if topic else {}
+            changes = topic_changes(current, res.configs, incremental)
+            slots.append(len(responses))
+            items.append((res.resource_name, changes))
+            responses.append(out)
+        except ConfigError as e:
+            out.update(error_code=e.error_code, error_message=str(e))
+            responses.append(out)
+    results, _ = controller.alter_topic_configs(items, bool(body.validate_only), now_ms)
+    for slot, r in zip(slots, results, strict=True):
+        entry = responses[slot]
+        assert entry is not None
+        entry.update(error_code=r.error, error_message=r.message)
+    return respond(request, {"throttle_time": 0, "responses": responses})
+
+
+def handle_alter_configs(controller: QuorumController, request: Request, now_ms: int) -> Any:
+    return _alter(controller, request, now_ms, incremental=False)
+
+
+def handle_incremental_alter_configs(
+    controller: QuorumController, request: Request, now_ms: int
+) -> Any:
+    return _alter(controller, request, now_ms, incremental=True)

@@ -1,0 +1,196 @@
+"""`kafka_version` presets: one table from a Kafka release to every replication behaviour switch.
+
+Contract:
+- SWITCHES names each version-governed switch as plans and the command line spell it
+  (`truncation`, `isr-update`, `strict-min-isr`, `eligible-leader-replicas`,
+  `unclean-leader-election`), the processes that take it (broker, controller or both) and its
+  allowed values. Switch values are strings; booleans are "true"/"false".
+- VERSIONS is the table: each row is a Kafka release, the value of EVERY switch in it, and what
+  changed in it with its KIP/JIRA. A release not listed behaves like the nearest listed one
+  below it; only listed releases are accepted. DEFAULT_VERSION (4.1) is today's Kafka: the
+  "fixed" behaviour.
+- `resolve(version, explicit)` is the preset of `version` (None: DEFAULT_VERSION) with each
+  explicit switch replacing its one field: an explicit switch always wins over the preset.
+  The one combination refused is eligible-leader-replicas=true with strict-min-isr=false:
+  KIP-966's ELR is only safe because the HW waits for min.insync.replicas replicas (an ELR
+  member holds everything below the HW only then). Unknown versions or values raise
+  KafkaVersionError naming the known ones.
+- Not switches (always on here, whatever the version): KIP-320 leader-epoch fencing of
+  fetches, KIP-841's ISR rules, KIP-903 broker epochs in AlterPartition. Consumers never read
+  past the HW in any Kafka release; `consumer-visibility: log-end` (L5) is a hypothetical
+  legacy switch and therefore not in this table.
+- `render_markdown()` is the table as docs/kafka-versions.md shows it (a test keeps the two
+  equal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from broker_app.replication.behaviour import ISR_UPDATE_MODES, TRUNCATION_MODES
+
+BOOL = ("true", "false")
+
+
+class KafkaVersionError(ValueError):
+    """An unknown version or switch value, or a refused combination; the message says which."""
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str
+    processes: tuple[str, ...]  # "broker", "controller"
+    choices: tuple[str, ...]
+    doc: str
+
+
+SWITCHES: tuple[Switch, ...] = (
+    Switch("truncation", ("broker",), TRUNCATION_MODES,
+           "how a new follower reconciles its log with the leader"),
+    Switch("isr-update", ("broker",), ISR_UPDATE_MODES,
+           "whether a pending ISR change counts before the controller commits it"),
+    Switch("strict-min-isr", ("broker",), BOOL,
+           "the HW advances only while the ISR has min.insync.replicas members"),
+    Switch("eligible-leader-replicas", ("broker", "controller"), BOOL,
+           "KIP-966 ELR: replicas leaving an ISR below min.insync stay electable"),
+    Switch("unclean-leader-election", ("controller",), BOOL,
+           "cluster default of unclean.leader.election.enable"),
+)
+SWITCH_NAMES: tuple[str, ...] = tuple(s.name for s in SWITCHES)
+_BY_NAME = {s.name: s for s in SWITCHES}
+
+
+@dataclass(frozen=True)
+class KafkaVersion:
+    version: str
+    switches: Mapping[str, str]
+    changes: str  # what this release changed, citing KIP/JIRA
+
+
+def _row(version: str, truncation: str, isr_update: str, strict: str, elr: str, unclean: str,
+         changes: str) -> KafkaVersion:  # fmt: skip
+    values = (truncation, isr_update, strict, elr, unclean)
+    return KafkaVersion(version, dict(zip(SWITCH_NAMES, values, strict=True)), changes)
+
+
+VERSIONS: tuple[KafkaVersion, ...] = (
+    _row("0.8", "high-watermark", "eager", "false", "false", "true",
+         "0.8.2 (KAFKA-1028, KAFKA-1555): min.insync.replicas refuses acks=all appends but does "
+         "not gate the HW; a follower truncates to its own HW (KAFKA-1211); unclean election "
+         "on by default"),
+    _row("0.11", "kip-101", "eager", "false", "false", "false",
+         "KIP-101 (KAFKA-1211): truncation by leader epoch (OffsetsForLeaderEpoch); KIP-106: "
+         "unclean.leader.election.enable defaults to false"),
+    _row("2.0", "kip-279", "eager", "false", "false", "false",
+         "KIP-279 (KAFKA-6361): OffsetsForLeaderEpoch answers with the leader's largest epoch "
+         "<= the requested one, the follower iterates"),
+    _row("2.1", "kip-279", "eager", "false", "false", "false",
+         "KIP-320 (KAFKA-7395): the current leader epoch in fetches fences zombie replicas "
+         "(always on here, no switch)"),
+    _row("2.7", "kip-279", "maximal", "false", "false", "false",
+         "KIP-497 (KAFKA-8836): AlterIsr, the leader counts the maximal ISR; KIP-595 adds "
+         "Fetch v12 LastFetchedEpoch/DivergingEpoch (used by KRaft only)"),
+    _row("2.8", "diverging-epoch", "maximal", "false", "false", "false",
+         "KAFKA-10554: the replica fetcher truncates from the Fetch response's DivergingEpoch "
+         "instead of OffsetsForLeaderEpoch round trips"),
+    _row("3.3", "diverging-epoch", "maximal", "false", "false", "false",
+         "KIP-841 (KAFKA-13916): fenced or shutting-down replicas stay out of the ISR, the "
+         "last member is kept (always on here, no switch)"),
+    _row("3.7", "diverging-epoch", "maximal", "true", "false", "false",
+         "KIP-966 part (KAFKA-15583): the HW advances only while ISR >= min.insync.replicas; "
+         "KAFKA-15582/15586: the clean-shutdown marker and PreviousBrokerEpoch"),
+    _row("3.9", "diverging-epoch", "maximal", "true", "false", "false",
+         "no ELR yet: the last ISR member is elected even after an unclean shutdown "
+         "(L10's loss)"),
+    _row("4.0", "diverging-epoch", "maximal", "true", "false", "false",
+         "KIP-966: eligible leader replicas available, opt-in "
+         "(eligible.leader.replicas.version=1)"),
+    _row("4.1", "diverging-epoch", "maximal", "true", "true", "false",
+         "KIP-966: eligible leader replicas on by default for new clusters; unclean-shutdown "
+         "brokers leave every ISR and ELR; the last known leader is elected when ISR and ELR "
+         "are empty"),
+)
+KNOWN_VERSIONS: tuple[str, ...] = tuple(v.version for v in VERSIONS)
+DEFAULT_VERSION = "4.1"
+_BY_VERSION = {v.version: v for v in VERSIONS}
+
+
+def known_versions_text() -> str:
+    return ", ".join(KNOWN_VERSIONS)
+
+
+def preset(version: str) -> dict[str, str]:
+    row = _BY_VERSION.get(str(version).strip())
+    if row is None:
+        raise KafkaVersionError(
+            f"unknown Kafka version {version!r} (known: {known_versions_text()})"
+        )
+    return dict(row.switches)
+
+
+def check_value(name: str, value: str) -> str:
+    """The switch value normalised (booleans lower-case); KafkaVersionError if invalid."""
+    sw = _BY_NAME.get(name)
+    if sw is None:
+        raise KafkaVersionError(f"unknown switch {name!r} (known: {', '.join(SWITCH_NAMES)})")
+    v = str(value).strip()
+    if sw.choices == BOOL:
+        v = v.lower()
+    if v not in sw.choices:
+        raise KafkaVersionError(f"{name}={value!r} is not one of {', '.join(sw.choices)}")
+    return v
+
+
+def resolve(version: str | None, explicit: Mapping[str, str | None] | None = None
+            ) -> dict[str, str]:  # fmt: skip
+    """The preset of `version` with each explicit (non-None) switch replacing its field."""
+    out = preset(DEFAULT_VERSION if version is None else version)
+    for name, value in (explicit or {}).items():
+        if value is not None:
+            out[name] = check_value(name, value)
+    if out["eligible-leader-replicas"] == "true" and out["strict-min-isr"] == "false":
+        raise KafkaVersionError(
+            "eligible-leader-replicas=true needs strict-min-isr=true (KIP-966: an ELR member "
+            "holds everything below the HW only while the HW waits for min.insync.replicas); "
+            "set eligible-leader-replicas false too, or pick a kafka_version before 3.7"
+        )
+    return out
+
+
+def as_bool(value: str) -> bool:
+    return value == "true"
+
+
+def bool_text(value: bool | None) -> str | None:
+    """An optional command-line boolean as a switch value (None: not given)."""
+    return None if value is None else ("true" if value else "false")
+
+
+def kafka_version_arg(value: str) -> str:
+    """argparse type of --kafka-version: a known release, else the list of known ones."""
+    import argparse
+
+    if value.strip() not in KNOWN_VERSIONS:
+        raise argparse.ArgumentTypeError(
+            f"unknown Kafka version {value!r} (known: {known_versions_text()})"
+        )
+    return value.strip()
+
+
+def render_markdown() -> str:
+    """The version table as Markdown (docs/kafka-versions.md embeds exactly this)."""
+    head = ["version", *SWITCH_NAMES, "what changed (KIP/JIRA)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in VERSIONS:
+        cells = [v.version, *(v.switches[n] for n in SWITCH_NAMES), v.changes]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "| switch | processes | values | meaning |", "|---|---|---|---|"]
+    for s in SWITCHES:
+        lines.append(f"| {s.name} | {', '.join(s.processes)} | {' / '.join(s.choices)} "
+                     f"| {s.doc} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(render_markdown(), end="")

@@ -1,0 +1,238 @@
+"""FetcherSession: one leader's replica fetches, sans I/O — request building and response applying.
+
+The partition map and message handling of Kafka's AbstractFetcherThread/ReplicaFetcherThread,
+without the thread: every partition this broker follows from one leader, each with its
+ReplicaFetcherState (fetcher.py). A round is up to four requests, built one after the other
+because each answer can move partitions into the next step:
+  ListOffsets (partitions out of range: latest, then earliest — Kafka's fetchOffsetAndTruncate)
+  -> OffsetForLeaderEpoch v4 (partitions "truncating", kip-101 / kip-279)
+  -> Fetch v12 (partitions "fetching"; LastFetchedEpoch under the diverging-epoch protocol).
+`build_*()` return a PendingRequest (the kio request entity plus the states it was built
+from) or nothing; `apply(pending, response)` feeds the answer to the states and returns how
+many partitions answered with an error. An answer is applied to a partition only if it still
+has the same state object and is still a follower (leadership did not change in flight).
+The I/O edge (server/replica_fetcher.py) sends, paces and backs off; this class never waits.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from kio.index import load_request_schema
+
+from broker_app.protocol.entities import build
+from broker_app.replication.errors import Errors
+from broker_app.replication.fetcher import (
+    FETCHING,
+    OUT_OF_RANGE,
+    TRUNCATING,
+    ReplicaFetcherState,
+)
+from broker_app.replication.messages import EpochEndOffset, FetchPartitionResult, ListOffsetsAnswer
+from broker_app.replication.partition import Partition
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, FETCH = 2, 23, 1
+LIST_OFFSETS_VERSION, OFFSET_FOR_LEADER_EPOCH_VERSION, FETCH_VERSION = 4, 4, 12
+
+
+@dataclass
+class PendingRequest:
+    api_key: int
+    body: Any  # the kio request entity to send
+    states: dict[TopicPartition, ReplicaFetcherState]
+    state: str  # the fetcher state every partition in it was in
+
+
+def _error(code: int) -> Errors:
+    try:
+        return Errors(code)
+    except ValueError:
+        return Errors.UNKNOWN_SERVER_ERROR
+
+
+class FetcherSession:
+    def __init__(self, node_id: int, leader_id: int, max_wait_ms: int, max_bytes: int) -> None:
+        self.node_id = node_id
+        self.leader_id = leader_id
+        self.max_wait_ms = max_wait_ms
+        self.max_bytes = max_bytes
+        self.states: dict[TopicPartition, ReplicaFetcherState] = {}
+
+    def add(self, partition: Partition) -> ReplicaFetcherState:
+        tp = (partition.topic, partition.partition)
+        st = self.states[tp] = ReplicaFetcherState(partition, self.max_bytes)
+        return st
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.states.pop(tp, None)
+
+    def _in(self, state: str) -> dict[TopicPartition, ReplicaFetcherState]:
+        return {tp: st for tp, st in self.states.items() if st.state == state}
+
+    def _current(self, pending: PendingRequest, tp: TopicPartition) -> ReplicaFetcherState | None:
+        st = pending.states.get(tp)
+        if st is None or self.states.get(tp) is not st or st.partition.role != "follower":
+            return None
+        return st if st.state == pending.state else None
+
+    # --- building ------------------------------------------------------------------------
+
+    def build_list_offsets(self) -> list[PendingRequest]:
+        """One ListOffsets per timestamp asked (a partition may appear once per request)."""
+        by_ts: dict[int, dict[TopicPartition, ReplicaFetcherState]] = {}
+        for tp, st in self._in(OUT_OF_RANGE).items():
+            by_ts.setdefault(st.build_list_offsets().timestamp, {})[tp] = st
+        out = []
+        for _ts, states in sorted(by_ts.items()):
+            topics: dict[str, list[dict[str, Any]]] = {}
+            for (topic, p), st in states.items():
+                r = st.build_list_offsets()
+                topics.setdefault(topic, []).append(
+                    {"partition_index": p, "current_leader_epoch": r.current_leader_epoch,
+                     "timestamp": r.timestamp}  # fmt: skip
+                )
+            body = build(
+                load_request_schema(LIST_OFFSETS, LIST_OFFSETS_VERSION),
+                {
+                    "replica_id": self.node_id,
+                    "isolation_level": 0,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                },
+            )
+            out.append(PendingRequest(LIST_OFFSETS, body, states, OUT_OF_RANGE))
+        return out
+
+    def build_offset_for_leader_epoch(self) -> PendingRequest | None:
+        states = self._in(TRUNCATING)
+        if not states:
+            return None
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, p), st in states.items():
+            r = st.build_offset_for_leader_epoch()
+            topics.setdefault(topic, []).append(
+                {"partition": p, "current_leader_epoch": r.current_leader_epoch,
+                 "leader_epoch": r.leader_epoch}  # fmt: skip
+            )
+        body = build(
+            load_request_schema(OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION),
+            {
+                "replica_id": self.node_id,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            },
+        )
+        return PendingRequest(OFFSET_FOR_LEADER_EPOCH, body, states, TRUNCATING)
+
+    def build_fetch(self) -> PendingRequest | None:
+        """FENCED partitions are not fetched (they wait for new metadata)."""
+        states = self._in(FETCHING)
+        if not states:
+            return None
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, p), st in states.items():
+            r = st.build_fetch()
+            topics.setdefault(topic, []).append(
+                {
+                    "partition": p,
+                    "current_leader_epoch": r.current_leader_epoch,
+                    "fetch_offset": r.fetch_offset,
+                    "last_fetched_epoch": r.last_fetched_epoch,
+                    "log_start_offset": r.log_start_offset,
+                    "partition_max_bytes": r.max_bytes,
+                }
+            )
+        body = build(
+            load_request_schema(FETCH, FETCH_VERSION),
+            {
+                "replica_id": self.node_id,
+                "max_wait": self.max_wait_ms,
+                "min_bytes": 1,
+                "max_bytes": self.max_bytes,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
+        return PendingRequest(FETCH, body, states, FETCHING)
+
+    # --- applying ------------------------------------------------------------------------
+
+    def apply(self, pending: PendingRequest, response: Any) -> int:
+        """Apply the leader's answer; returns the number of partition-level errors."""
+        if pending.api_key == LIST_OFFSETS:
+            return self._apply_list_offsets(pending, response)
+        if pending.api_key == OFFSET_FOR_LEADER_EPOCH:
+            return self._apply_offset_for_leader_epoch(pending, response)
+        return self._apply_fetch(pending, response)
+
+    def _apply_list_offsets(self, pending: PendingRequest, response: Any) -> int:
+        errors = 0
+        for t in response.topics:
+            for p in t.partitions:
+                tp = (t.name, p.partition_index)
+                st = self._current(pending, tp)
+                if st is None:
+                    continue
+                answer = ListOffsetsAnswer(error=_error(p.error_code.value), offset=p.offset)
+                cut = st.on_list_offsets_response(answer)
+                if cut is not None:
+                    log.info("%s-%d truncated to %d (leader offsets after out of range)",
+                             tp[0], tp[1], cut)  # fmt: skip
+                errors += answer.error != Errors.NONE
+        return errors
+
+    def _apply_offset_for_leader_epoch(self, pending: PendingRequest, response: Any) -> int:
+        errors = 0
+        for t in response.topics:
+            for p in t.partitions:
+                tp = (t.topic, p.partition)
+                st = self._current(pending, tp)
+                if st is None:
+                    continue
+                answer = EpochEndOffset(
+                    error=_error(p.error_code.value),
+                    leader_epoch=p.leader_epoch,
+                    end_offset=p.end_offset,
+                )
+                cut = st.on_offset_for_leader_epoch_response(answer)
+                if cut is not None:
+                    log.info("%s-%d truncated to %d (OffsetForLeaderEpoch)", tp[0], tp[1], cut)
+                errors += answer.error != Errors.NONE
+        return errors
+
+    def _apply_fetch(self, pending: PendingRequest, response: Any) -> int:
+        errors = 0
+        for t in response.responses:
+            for p in t.partitions:
+                tp = (t.topic, p.partition_index)
+                st = self._current(pending, tp)
+                if st is None:
+                    continue
+                de = p.diverging_epoch
+                diverging = None
+                if de is not None and (de.epoch >= 0 or de.end_offset >= 0):
+                    diverging = EpochEndOffset(leader_epoch=de.epoch, end_offset=de.end_offset)
+                result = FetchPartitionResult(
+                    error=_error(p.error_code.value),
+                    high_watermark=p.high_watermark,
+                    log_start_offset=p.log_start_offset,
+                    records=bytes(p.records) if p.records else b"",
+                    diverging_epoch=diverging,
+                )
+                outcome = st.on_fetch_response(result)
+                if outcome.truncated_to is not None:
+                    log.info("%s-%d truncated to %d (diverging epoch)",
+                             tp[0], tp[1], outcome.truncated_to)  # fmt: skip
+                if outcome.error != Errors.NONE:
+                    errors += 1
+                    log.debug("%s-%d fetch from %d: %s %s", tp[0], tp[1], self.leader_id,
+                              outcome.error.name, outcome.detail)  # fmt: skip
+        return errors

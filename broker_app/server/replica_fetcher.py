@@ -1,0 +1,179 @@
+"""ReplicaFetcherThread / ReplicaFetcherManager: the asyncio edge driving a FetcherSession.
+
+One ReplicaFetcherThread (an asyncio task) per leader broker. What to send and how to apply the
+answers is replication/fetcher_session.py (sans I/O): a round is ListOffsets for partitions out
+of range, OffsetForLeaderEpoch v4 for partitions "truncating" (kip-101 / kip-279), then one
+Fetch v12 for every partition "fetching"; this module only sends them. The leader address is
+`--peer-address ID=HOST:PORT` when given (e.g. a Toxiproxy proxy), else the leader's registered
+listener. When a round made no progress (nothing fetchable because every partition is FENCED,
+a connection error, a partition error) the thread waits as FetchPacer decides
+(replica.fetch.backoff.ms, doubling, capped at 10x), woken early when new metadata re-adds a
+partition; after every round it yields to the event loop, so heartbeats, metadata and clients
+are served whatever the fetcher's state. A
+partition leaves its thread when it stops being a follower of that leader (ReplicaManager's
+on_follower_change), and a response is applied only if the partition still has the same fetcher
+state object (leadership did not change while the request was in flight).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from broker_app.replication.fetcher import ReplicaFetcherState
+from broker_app.replication.fetcher_pacing import FetchPacer, RoundOutcome
+from broker_app.replication.fetcher_session import FetcherSession
+from broker_app.replication.partition import Partition
+from broker_app.replication.replica_manager import ReplicaManager
+from broker_app.server.network_client import ClientError, KafkaClient
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+IDLE_RECHECK_S = 5.0  # a thread with no partitions re-checks this often even if never woken
+
+
+class ReplicaFetcherThread:
+    def __init__(
+        self,
+        leader_id: int,
+        address: tuple[str, int],
+        replica_manager: ReplicaManager,
+        max_wait_ms: int,
+        max_bytes: int,
+        backoff_ms: int,
+        request_timeout_ms: int,
+    ) -> None:
+        self.leader_id = leader_id
+        self.replica_manager = replica_manager
+        self.node_id = replica_manager.node_id
+        self.max_wait_ms = max_wait_ms
+        self.max_bytes = max_bytes
+        self.backoff_ms = backoff_ms
+        self.client = KafkaClient(
+            address[0],
+            address[1],
+            f"replica-fetcher-{self.node_id}-from-{leader_id}",
+            request_timeout_ms + max_wait_ms,
+        )
+        self.session = FetcherSession(self.node_id, leader_id, max_wait_ms, max_bytes)
+        self.pacer = FetchPacer(backoff_ms)
+        self.rounds = 0  # rounds run, for /state-style introspection and tests
+        self._clock = replica_manager.clock
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def states(self) -> dict[TopicPartition, ReplicaFetcherState]:
+        return self.session.states
+
+    def add(self, partition: Partition) -> None:
+        self.session.add(partition)
+        self.pacer.wake(self._clock())
+        self._wake.set()
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.session.remove(tp)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        self.client.close()
+
+    async def _run(self) -> None:
+        while True:
+            if not self.states:
+                await self._sleep_unless_woken(IDLE_RECHECK_S)
+                continue
+            delay_ms = self.pacer.delay_ms(self._clock())
+            if delay_ms > 0:
+                await self._sleep_unless_woken(delay_ms / 1000)
+                continue
+            outcome = await self.run_round()
+            if self.pacer.round_done(outcome, self._clock()) == 0:
+                await asyncio.sleep(0)  # a buffered response never suspended: yield anyway
+
+    async def _sleep_unless_woken(self, seconds: float) -> None:
+        # Nothing awaits between the caller's check and clear(): no wake-up can be lost.
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), seconds)
+
+    async def run_round(self) -> RoundOutcome:
+        """ListOffsets (out of range), OffsetForLeaderEpoch (truncating), then one Fetch; each
+        request is built after the previous answer was applied."""
+        self.rounds += 1
+        self.pacer.round_started()
+        sent = errors = 0
+        session = self.session
+        try:
+            for pending in session.build_list_offsets():
+                errors += session.apply(pending, await self.client.send(pending.body))
+                sent += 1
+            for build_next in (session.build_offset_for_leader_epoch, session.build_fetch):
+                pending = build_next()
+                if pending is not None:
+                    errors += session.apply(pending, await self.client.send(pending.body))
+                    sent += 1
+        except ClientError as e:
+            log.info("fetch from broker %d failed: %s", self.leader_id, e)
+            return RoundOutcome(sent=sent + 1, errors=errors + 1)
+        except Exception:  # a bug must not silently stop replication for good
+            log.exception("replica fetcher for leader %d", self.leader_id)
+            return RoundOutcome(sent=sent + 1, errors=errors + 1)
+        return RoundOutcome(sent=sent, errors=errors)
+
+
+class ReplicaFetcherManager:
+    """Keeps one ReplicaFetcherThread per leader; listens to ReplicaManager's follower changes."""
+
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        resolve_address: Callable[[int], tuple[str, int] | None],
+        max_wait_ms: int = 500,
+        max_bytes: int = 1 << 20,
+        backoff_ms: int = 200,
+        request_timeout_ms: int = 30_000,
+    ) -> None:
+        self.replica_manager = replica_manager
+        self.resolve_address = resolve_address
+        self.settings = (max_wait_ms, max_bytes, backoff_ms, request_timeout_ms)
+        self.threads: dict[int, ReplicaFetcherThread] = {}
+        self._owner: dict[TopicPartition, int] = {}
+        replica_manager.on_follower_change(self.on_follower_change)
+
+    def on_follower_change(self, partition: Partition, fetch: bool) -> None:
+        tp = (partition.topic, partition.partition)
+        old = self._owner.pop(tp, None)
+        if old is not None and old in self.threads:
+            self.threads[old].remove(tp)
+        if not fetch or partition.leader_id < 0:
+            return
+        leader = partition.leader_id
+        address = self.resolve_address(leader)
+        if address is None:
+            log.warning("%s: no address known for leader %d; not fetching", partition.name, leader)
+            return
+        thread = self.threads.get(leader)
+        if thread is not None and (thread.client.host, thread.client.port) != address:
+            thread.client.retarget(*address)
+        if thread is None:
+            thread = self.threads[leader] = ReplicaFetcherThread(
+                leader, address, self.replica_manager, *self.settings
+            )
+            thread.start()
+        thread.add(partition)
+        self._owner[tp] = leader
+
+    async def stop(self) -> None:
+        for thread in self.threads.values():
+            await thread.stop()

@@ -1,0 +1,400 @@
+"""SimBroker: one broker of the simulator, built from the production classes.
+
+What is the broker's own code and what is the simulator's edge:
+- own code: ReplicaManager (Partition, purgatories, AlterPartitionManager) over a
+  MemoryLogStore on a per-broker BrokerDisk (unsynced appends lost on a simulated power loss),
+  KafkaApis answering every request (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch,
+  Metadata) exactly as in production, BrokerLifecycle for registration and heartbeats,
+  MetadataLoader + ReplicaManager.apply_metadata_delta for the controller's metadata, and per
+  leader a FetcherSession + FetchPacer for replica fetches;
+- the edge (this module, replacing server/network.py, cluster_link.py and replica_fetcher.py):
+  callbacks on virtual time instead of asyncio tasks. The loops keep production's timers:
+  ReplicaManager.tick every 100 ms, HW checkpoint every 5 s, heartbeats as BrokerLifecycle
+  says, metadata long-poll, AlterPartition sends as AlterPartitionManager schedules them,
+  a fetcher round as FetchPacer allows.
+`stop()` is SIGTERM (flush, checkpoints, clean-shutdown marker); `kill()` is SIGKILL (the page
+cache survives: nothing lost); `disk.crash()` afterwards is the power loss.
+Not modelled: the group coordinator's timers (groups are not part of sim workloads), disk
+stalls, the interval flush policy's background thread timing (flushes run inline).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from broker_app.config import BrokerConfig
+from broker_app.controller.broker_lifecycle import BrokerLifecycle
+from broker_app.metadata import MetadataLoader
+from broker_app.metadata.image import MetadataImage
+from broker_app.metadata.records import MetadataRecordError
+from broker_app.protocol.codec import Request
+from broker_app.protocol.error_codes import Errors
+from broker_app.replication.alter_partition_manager import (
+    build_alter_partition,
+    parse_alter_partition,
+)
+from broker_app.replication.fetcher_pacing import FetchPacer, RoundOutcome
+from broker_app.replication.fetcher_session import FetcherSession, PendingRequest
+from broker_app.replication.messages import AlterPartitionRequest
+from broker_app.replication.partition import Partition
+from broker_app.replication.replica_manager import ReplicaManager
+from broker_app.server.cluster_link import build_metadata_fetch
+from broker_app.server.group_apis import GroupApis
+from broker_app.server.kafka_apis import (
+    NO_RESPONSE,
+    CloseConnection,
+    Deferred,
+    DelayedFetch,
+    KafkaApis,
+)
+from broker_app.storage.log import LogConfig
+from broker_app.storage.memory_store import BrokerDisk, MemoryLogStore
+
+from .events import EventLoop, Process, Timer
+from .network import Network
+
+log = logging.getLogger(__name__)
+
+TICK_MS = 100  # server/main.py's ReplicaManager.tick timer
+HW_CHECKPOINT_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
+LIFECYCLE_RETRY_BACKOFF_MS = 250  # cluster_link.py's
+LIFECYCLE_TICK_MS = 10
+
+
+class ConnectionClosed:
+    """What a client gets back when the broker closes its connection (acks=0 failure)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def broker_name(node_id: int) -> str:
+    return f"broker-{node_id}"
+
+
+class SimBroker:
+    def __init__(
+        self,
+        loop: EventLoop,
+        net: Network,
+        config: BrokerConfig,
+        controller: str = "controller-1",
+    ) -> None:
+        self.loop = loop
+        self.net = net
+        self.config = config
+        self.node_id = config.node_id
+        self.name = broker_name(config.node_id)
+        self.controller = controller
+        self.process = Process(loop, self.name)
+        self.disk = BrokerDisk()
+        net.add_node(self.name, self.process, self.handle)
+        self.replica_manager: ReplicaManager | None = None
+        self.loader = MetadataLoader()
+        self.lifecycle: BrokerLifecycle | None = None
+        self.apis: KafkaApis | None = None
+        self.fetchers: dict[int, SimFetcher] = {}
+        self._fetcher_of: dict[tuple[str, int], int] = {}
+        self._alter_timer: Timer | None = None
+        self._metadata_attempt = 0
+
+    # --- what KafkaApis asks of its cluster link -------------------------------------------
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.loader.image
+
+    def auto_create_topic(self, name: str) -> None:
+        log.info("%s: auto-create of %r ignored (the simulator creates topics)", self.name, name)
+
+    # --- process lifecycle -----------------------------------------------------------------
+
+    def start(self) -> None:
+        cfg = self.config
+        self.process.start()
+        store = MemoryLogStore.open(
+            self.disk,
+            LogConfig(
+                segment_bytes=cfg.segment_bytes,
+                max_batch_bytes=cfg.max_message_bytes,
+                flush_every_batch=cfg.flush_every_batch or cfg.flush == "every-batch",
+            ),
+        )
+        self.store = store
+        rm = ReplicaManager(cfg.node_id, store, cfg.behaviour, cfg.replica_lag_time_max_ms,
+                            clock=self.loop.clock)  # fmt: skip
+        self.replica_manager = rm
+        self.loader = MetadataLoader()
+        host, port = cfg.advertised
+        self.lifecycle = BrokerLifecycle(
+            cfg.node_id, host, port, cluster_id=cfg.cluster_id,
+            incarnation_id=uuid.UUID(int=self.loop.rng.getrandbits(128), version=4),
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            retry_backoff_ms=LIFECYCLE_RETRY_BACKOFF_MS,
+            previous_broker_epoch=store.previous_broker_epoch,
+        )  # fmt: skip
+        # Cluster mode never reads the single-node TopicStore, and sim producers do not send
+        # InitProducerId (they get producer ids from the simulator): both stay None.
+        self.apis = KafkaApis(cfg, rm, None, GroupApis(cfg, rm), None, cluster=self)  # type: ignore[arg-type]
+        rm.alter_partition_sink = self._on_alter_partition
+        rm.on_follower_change(self._on_follower_change)
+        self.fetchers = {}
+        self._fetcher_of = {}
+        self._alter_timer = None
+        self._metadata_attempt = 0
+        self.process.every(TICK_MS, rm.tick)
+        self.process.every(HW_CHECKPOINT_MS, store.checkpoint_high_watermarks)
+        if cfg.flush == "interval":
+            self.process.every(cfg.flush_interval_ms, store.flush_all)
+        self.process.call_later(0, self._lifecycle_step)
+        self.process.call_later(0, self._metadata_fetch)
+
+    def kill(self) -> None:
+        """SIGKILL: the process is gone; its disk keeps everything written (page cache)."""
+        self.process.kill()
+        self.replica_manager = None
+        self.apis = None
+
+    def stop(self) -> None:
+        """SIGTERM: flush, checkpoints and the clean-shutdown marker, then gone."""
+        if self.process.up and self.lifecycle is not None:
+            self.store.shutdown(self.lifecycle.broker_epoch)
+        self.kill()
+
+    @property
+    def up(self) -> bool:
+        return self.process.up
+
+    # --- registration and heartbeats (BrokerLifecycle decides) ------------------------------
+
+    def _lifecycle_step(self) -> None:
+        lc = self.lifecycle
+        assert lc is not None
+        now = self.loop.now_ms
+        body = lc.next_request(now, self.loader.image.offset)
+        if body is None:
+            self.process.call_later(max(lc.next_send_ms - now, LIFECYCLE_TICK_MS),
+                                    self._lifecycle_step)  # fmt: skip
+            return
+
+        def ok(resp: Any) -> None:
+            lc.on_response(resp, self.loop.now_ms)
+            self._lifecycle_step()
+
+        def failed(reason: str) -> None:
+            lc.on_failure(self.loop.now_ms, reason)
+            self._lifecycle_step()
+
+        timeout = max(2000, 4 * self.config.heartbeat_interval_ms)
+        self.net.rpc(self.name, self.controller, body, ok, failed, timeout)
+
+    # --- metadata (MetadataLoader + ReplicaManager.apply_metadata_delta) ---------------------
+
+    def _metadata_fetch(self) -> None:
+        body = build_metadata_fetch(self.loader.next_offset)
+        self.net.rpc(self.name, self.controller, body, self._on_metadata,
+                     self._metadata_failed, self.config.request_timeout_ms)  # fmt: skip
+
+    def _metadata_failed(self, reason: str) -> None:
+        base = self.config.replica_fetch_backoff_ms
+        delay = min(base * 2 ** min(self._metadata_attempt, 5), 2000)
+        self._metadata_attempt += 1
+        self.process.call_later(delay, self._metadata_fetch)
+
+    def _on_metadata(self, resp: Any) -> None:
+        try:
+            part = resp.responses[0].partitions[0]
+        except IndexError:
+            self._metadata_failed("empty metadata response")
+            return
+        if part.error_code.value != Errors.NONE:
+            self._metadata_failed(f"metadata fetch error {part.error_code}")
+            return
+        if part.records:
+            try:
+                delta = self.loader.apply_fetched(bytes(part.records))
+            except MetadataRecordError as e:
+                log.error("%s: metadata not applied: %s", self.name, e)
+            else:
+                assert self.replica_manager is not None
+                self.replica_manager.apply_metadata_delta(delta, self.config.min_insync_replicas)
+        self._metadata_attempt = 0
+        self._metadata_fetch()
+
+    # --- AlterPartition (AlterPartitionManager decides when) ---------------------------------
+
+    def _on_alter_partition(self, request: AlterPartitionRequest) -> None:
+        self.process.call_later(0, self._poll_alter)
+
+    def _poll_alter(self) -> None:
+        rm = self.replica_manager
+        assert rm is not None
+        manager = rm.alter_partition_manager
+        for request in manager.poll(self.loop.now_ms):
+            self._send_alter(request)
+        if self._alter_timer is not None:
+            self._alter_timer.cancel()
+            self._alter_timer = None
+        due = manager.next_due_ms()
+        if due is not None:
+            self._alter_timer = self.process.call_later(max(due - self.loop.now_ms, 1),
+                                                        self._poll_alter)  # fmt: skip
+
+    def _send_alter(self, request: AlterPartitionRequest) -> None:
+        rm = self.replica_manager
+        assert rm is not None and self.lifecycle is not None
+        topic_id = rm.topic_ids.get(request.topic)
+        if topic_id is None:
+            rm.on_alter_partition_failure(request, "no topic id known yet")
+            return
+        body = build_alter_partition(request, self.lifecycle.broker_epoch, topic_id)
+
+        def ok(resp: Any) -> None:
+            top, answer = parse_alter_partition(resp)
+            rm.on_alter_partition_response(request, answer, top)
+            self._poll_alter()
+
+        def failed(reason: str) -> None:
+            rm.on_alter_partition_failure(request, reason)
+            self._poll_alter()
+
+        self.net.rpc(self.name, self.controller, body, ok, failed, self.config.request_timeout_ms)
+
+    # --- replica fetchers ----------------------------------------------------------------
+
+    def _on_follower_change(self, partition: Partition, fetch: bool) -> None:
+        tp = (partition.topic, partition.partition)
+        old = self._fetcher_of.pop(tp, None)
+        if old is not None and old in self.fetchers:
+            self.fetchers[old].session.remove(tp)
+        if not fetch or partition.leader_id < 0:
+            return
+        leader = partition.leader_id
+        fetcher = self.fetchers.get(leader)
+        if fetcher is None:
+            fetcher = self.fetchers[leader] = SimFetcher(self, leader)
+        fetcher.add(partition)
+        self._fetcher_of[tp] = leader
+
+    # --- requests from clients and peers -----------------------------------------------------
+
+    def handle(self, src: str, body: Any, reply: Callable[[Any], None]) -> None:
+        assert self.apis is not None
+        request = Request(body.__api_key__, body.__version__, 0, src, body)
+        result = self.apis.handle(request)
+        if isinstance(result, Deferred):
+            result.add_callback(reply)
+        elif isinstance(result, DelayedFetch):
+            self._park_fetch(result, reply)
+        elif result is NO_RESPONSE:
+            return
+        elif isinstance(result, CloseConnection):
+            reply(ConnectionClosed(result.reason))
+        else:
+            reply(result)
+
+    def _park_fetch(self, delayed: DelayedFetch, reply: Callable[[Any], None]) -> None:
+        """server/network.py's _await_fetch: answer when the purgatory says ready or at
+        max_wait, whichever comes first."""
+        done = [False]
+
+        def finish(_v: object = None) -> None:
+            if done[0]:
+                return
+            done[0] = True
+            timer.cancel()
+            delayed.give_up()
+            reply(delayed.complete(True))
+
+        timer = self.process.call_later(delayed.max_wait_ms, finish)
+        delayed.ready.add_callback(finish)
+
+
+class SimFetcher:
+    """One leader's replica fetches: server/replica_fetcher.py's ReplicaFetcherThread on
+    callbacks. A round is ListOffsets -> OffsetForLeaderEpoch -> Fetch, each built after the
+    previous answer was applied; FetchPacer decides when the next round may start."""
+
+    def __init__(self, broker: SimBroker, leader_id: int) -> None:
+        cfg = broker.config
+        self.broker = broker
+        self.leader_id = leader_id
+        self.leader = broker_name(leader_id)
+        self.session = FetcherSession(broker.node_id, leader_id, cfg.replica_fetch_wait_max_ms,
+                                      1 << 20)  # fmt: skip
+        self.pacer = FetchPacer(cfg.replica_fetch_backoff_ms)
+        self.timeout_ms = cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms
+        self.running = False
+        self._timer: Timer | None = None
+        self._queue: list[PendingRequest] = []
+        self._stage = 0
+        self._sent = self._errors = 0
+        self.rounds = 0
+
+    def add(self, partition: Partition) -> None:
+        self.session.add(partition)
+        self.pacer.wake(self.broker.loop.now_ms)
+        if not self.running:
+            self._schedule(0)
+
+    def _schedule(self, delay_ms: int) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self.broker.process.call_later(delay_ms, self._start_round)
+
+    def _start_round(self) -> None:
+        self._timer = None
+        if self.running or not self.session.states:
+            return
+        delay = self.pacer.delay_ms(self.broker.loop.now_ms)
+        if delay > 0:
+            self._schedule(delay)
+            return
+        self.running = True
+        self.rounds += 1
+        self.pacer.round_started()
+        self._sent = self._errors = 0
+        self._stage = 0
+        self._queue = self.session.build_list_offsets()
+        self._next()
+
+    def _next(self) -> None:
+        session = self.session
+        while not self._queue:
+            self._stage += 1
+            if self._stage == 1:
+                pending = session.build_offset_for_leader_epoch()
+            elif self._stage == 2:
+                pending = session.build_fetch()
+            else:
+                self._done(RoundOutcome(sent=self._sent, errors=self._errors))
+                return
+            if pending is not None:
+                self._queue = [pending]
+        pending = self._queue.pop(0)
+
+        def ok(resp: Any) -> None:
+            try:
+                self._errors += session.apply(pending, resp)
+            except Exception:  # a bug must not silently stop replication (as production)
+                log.exception("%s: replica fetcher for leader %d", self.broker.name,
+                              self.leader_id)  # fmt: skip
+                self._done(RoundOutcome(sent=self._sent + 1, errors=self._errors + 1))
+                return
+            self._sent += 1
+            self._next()
+
+        def failed(reason: str) -> None:
+            self._done(RoundOutcome(sent=self._sent + 1, errors=self._errors + 1))
+
+        self.broker.net.rpc(self.broker.name, self.leader, pending.body, ok, failed,
+                            self.timeout_ms)  # fmt: skip
+
+    def _done(self, outcome: RoundOutcome) -> None:
+        self.running = False
+        delay = self.pacer.round_done(outcome, self.broker.loop.now_ms)
+        if self.session.states:
+            self._schedule(delay)

@@ -1,0 +1,178 @@
+"""A plain, single-threaded reference implementation of HISTORY.md's anomalies (no Spark).
+
+Written from the definitions in HISTORY.md, independently of the Spark pipeline, so that
+`highwater bench checker` can put the Spark checker next to the obvious for-loop, and the
+differential test can compare the two on the same histories.
+
+Contract: `reference_check(path)` reads one well-formed history.jsonl once, line by line, and
+returns `{"anomalies": ..., "stats": ...}` shaped like those keys of results.json: every anomaly
+with its count, by_partition (sorted) and up to 10 examples. It does NOT validate the history
+(that is `harness.checker.history.validate_history`): a malformed line raises.
+
+Examples, as the project's checker lists them: each counted unit has a sort key (the index
+that identifies it: the send's invoke, the first read, the first final read...) and the
+indexes involved; the 10 with the smallest (key, indexes) are kept.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from harness.checker.history import ANOMALIES, partition_name
+from harness.store.history import read_ops
+
+EXAMPLES = 10
+
+
+def reference_check(path: str | Path) -> dict[str, Any]:
+    # Everything below is keyed by p = (topic, partition).
+    final: dict[tuple, dict[int, dict[int, int]]] = defaultdict(dict)  # p -> off -> val -> 1st idx
+    observed: dict[tuple, dict[int, dict[int, int]]] = defaultdict(dict)  # every ok read + ok send
+    nonfinal: dict[tuple, dict[tuple[int, int], int]] = defaultdict(dict)  # (off, val) -> 1st idx
+    sends: list[tuple] = []  # completed sends: (p, type, value, acks, invoke index, index)
+    sent_parts: dict[tuple, int] = {}  # p -> first send invoke index
+    in_flight: dict[Any, int] = {}  # process -> index of its invoke
+    last_read: dict[tuple, tuple[int, int]] = {}  # (process, final, p) -> (offset, index)
+    seq_events: list[tuple] = []  # (p, kind, prev_offset, offset, prev_index, index)
+    stats = dict.fromkeys(("sends", "acked", "failed", "info", "polls"), 0)
+
+    def see(table: dict, p: tuple, offset: int, value: int, index: int) -> None:
+        vals = table[p].setdefault(offset, {})
+        if value not in vals:
+            vals[value] = index
+
+    for op in read_ops(path):
+        process = op["process"]
+        if process == "nemesis":
+            continue
+        index, typ, f = op["index"], op["type"], op["f"]
+        if typ == "invoke":
+            in_flight[process] = index
+            if f == "send":
+                stats["sends"] += 1
+                sent_parts.setdefault((op["topic"], op["partition"]), index)
+            else:
+                stats["polls"] += 1
+            continue
+        invoke = in_flight.pop(process)
+        if f == "send":
+            p = (op["topic"], op["partition"])
+            stats[{"ok": "acked", "fail": "failed", "info": "info"}[typ]] += 1
+            sends.append((p, typ, op["value"], op["acks"], invoke, index))
+            if typ == "ok" and op.get("offset") is not None:
+                see(observed, p, op["offset"], op["value"], index)
+            continue
+        if typ != "ok":
+            continue
+        is_final = op["final"]
+        for r in op["records"]:
+            p, offset, value = (r["topic"], r["partition"]), r["offset"], r["value"]
+            see(observed, p, offset, value, index)
+            if is_final:
+                see(final, p, offset, value, index)
+            elif (offset, value) not in nonfinal[p]:
+                nonfinal[p][(offset, value)] = index
+            key = (process, is_final, p)
+            prev = last_read.get(key)
+            if prev is not None:
+                seq_events.append((p, prev[0], offset, prev[1], index))
+            last_read[key] = (offset, index)
+
+    found: dict[str, list[tuple[tuple, int, list[int], str | None]]] = {a: [] for a in ANOMALIES}
+
+    def add(name: str, p: tuple, key: int, ex: list[int], acks: str | None = None) -> None:
+        found[name].append((p, key, ex, acks))
+
+    # F[p] by value: value -> {offset: first final index}
+    final_by_value: dict[tuple, dict[int, dict[int, int]]] = {}
+    for p, offsets in final.items():
+        by_value: dict[int, dict[int, int]] = defaultdict(dict)
+        for offset, vals in offsets.items():
+            for value, idx in vals.items():
+                by_value[value][offset] = idx
+        final_by_value[p] = by_value
+
+    for p, typ, value, acks, invoke, index in sends:
+        if p not in final:
+            continue
+        held = final_by_value[p].get(value)
+        if typ == "ok" and held is None:
+            add("lost-write", p, invoke, [invoke, index], acks)
+        elif typ in ("fail", "info") and held is not None:
+            name = "lost-failure" if typ == "fail" else "unseen-info"
+            add(name, p, invoke, [invoke, index, min(held.values())])
+
+    for p, offsets in observed.items():
+        for vals in offsets.values():
+            if len(vals) > 1:
+                ex = sorted(vals.values())
+                add("inconsistent-offset", p, ex[0], ex[:EXAMPLES])
+
+    for p, reads in nonfinal.items():
+        if p not in final:
+            continue
+        for (offset, value), idx in reads.items():
+            if value not in final[p].get(offset, {}):
+                add("uncommitted-read", p, idx, [idx])
+
+    for p, by_value in final_by_value.items():
+        for held in by_value.values():
+            if len(held) > 1:
+                ex = sorted(held.values())
+                add("duplicate", p, ex[0], ex[:EXAMPLES])
+
+    final_offsets = {p: sorted(offsets) for p, offsets in final.items()}
+    for p, prev_offset, offset, prev_index, index in seq_events:
+        if offset <= prev_offset:
+            add("nonmonotonic-poll", p, index, [prev_index, index])
+        elif offset > prev_offset + 1 and _held_between(final_offsets.get(p), prev_offset, offset):
+            add("poll-skip", p, index, [prev_index, index])
+
+    for p, first in sent_parts.items():
+        if p not in final:
+            add("no-final-read", p, first, [first])
+
+    return {"anomalies": _tables(found), "stats": _stats(stats, found["lost-write"])}
+
+
+def _held_between(offsets: list[int] | None, lo: int, hi: int) -> bool:
+    """Does the sorted list hold an offset o with lo < o < hi?"""
+    if not offsets:
+        return False
+    from bisect import bisect_right
+
+    i = bisect_right(offsets, lo)
+    return i < len(offsets) and offsets[i] < hi
+
+
+def _tables(found: dict[str, list]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for name in ANOMALIES:
+        units = found[name]
+        by_partition: dict[str, int] = defaultdict(int)
+        for p, *_ in units:
+            by_partition[partition_name(*p)] += 1
+        examples = [ex for _, ex in sorted((key, ex) for _, key, ex, _ in units)[:EXAMPLES]]
+        out[name] = {
+            "count": len(units),
+            "by_partition": dict(sorted(by_partition.items())),
+            "examples": examples,
+        }
+    return out
+
+
+def _stats(stats: dict[str, int], lost: list) -> dict[str, Any]:
+    lost_by_acks = dict.fromkeys(("all", "1", "0"), 0)
+    for *_, acks in lost:
+        if acks in lost_by_acks:
+            lost_by_acks[acks] += 1
+    return {**stats, "lost_by_acks": lost_by_acks}
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(json.dumps(reference_check(sys.argv[1]), indent=2))

@@ -1,0 +1,228 @@
+"""`highwater sim explore`: seeds until one schedule violates the plan's `expected`, then shrink.
+
+Search: seed s = start, start+1, ... draws the random nemesis schedule (or runs the scripted
+steps) and simulates it with seed s; the first `unexpected` verdict stops the search.
+Shrinking (delta debugging on the fault list, the same seed for the network and clients):
+1. drop faults one at a time, keeping each drop that still fails;
+2. halve each remaining fault's duration while it still fails (down to 0.5 s);
+3. move each fault earlier (halfway to the previous fault's `at`) while it still fails.
+Every candidate is a full simulated run; the result is the shortest failing fault timeline
+found (a local minimum: no single drop/halving of it still fails). `to_fault_plan` writes it
+as a plan with scripted `faults:` (`at`/`after`/`when`, `duration`, role targets, random
+draws as the brokers drawn), so `highwater run` can replay it in containers. Shrinking keeps
+`when` conditions as they are (it does not invent new ones).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.plan.model import Plan, Step
+from harness.plan.timing import steps_for
+from harness.sim.run import UNEXPECTED, SimAborted, SimResult, simulate
+
+MIN_DURATION_S = 0.5
+OVERLAP_SEED_STRIDE = 1_000_003  # layer k of seed s draws its schedule from s + k * stride
+
+
+def schedule_for(plan: Plan, seed: int, overlap: int = 1) -> tuple[Step, ...]:
+    """The steps of `seed`: the plan's (random nemesis: its schedule for the seed). With
+    `overlap` k > 1 and a random nemesis, k independent schedules are superimposed (layer j
+    drawn from seed + j * stride, steps renamed `l<j>-...`), so faults overlap in time: the
+    random nemesis alone never overlaps two faults, and the losses of the legacy switches
+    need one fault to act while another is still in effect (e.g. a follower out of the ISR
+    while the leader crashes)."""
+    if overlap <= 1 or plan.nemesis.mode != "random":
+        return tuple(steps_for(plan, seed))
+    layers = []
+    for j in range(overlap):
+        for s in steps_for(plan, seed + j * OVERLAP_SEED_STRIDE):
+            layers.append(dataclasses.replace(s, name=f"l{j + 1}-{s.name}"))
+    return tuple(sorted(layers, key=lambda s: (s.at or 0.0, s.name)))
+
+
+@dataclasses.dataclass
+class Found:
+    seed: int
+    schedules: int  # schedules run until the first failure (this one included)
+    steps: tuple[Step, ...]
+    result: SimResult
+    shrunk: tuple[Step, ...] = ()
+    shrink_runs: int = 0
+    resolved: dict[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)
+
+
+def _fails(plan: Plan, steps: Sequence[Step], seed: int, work: Path) -> SimResult | None:
+    try:
+        r = simulate(plan, steps, seed, work)
+    except SimAborted:
+        return None
+    return r if r.verdict == UNEXPECTED else None
+
+
+def _verdict_of(job: tuple[Plan, int, int]) -> tuple[int, bool]:
+    """(seed, violates expected?) of one schedule, in a worker process."""
+    plan, seed, overlap = job
+    with tempfile.TemporaryDirectory(prefix="hw-sim-") as tmp:
+        steps = schedule_for(plan, seed, overlap)
+        return seed, _fails(plan, steps, seed, Path(tmp)) is not None
+
+
+def search(plan: Plan, schedules: int, start_seed: int = 1,
+           progress: Callable[[int, float], None] | None = None, jobs: int = 1,
+           overlap: int = 1) -> Found | None:  # fmt: skip
+    """The first seed (in seed order, whatever `jobs`) whose schedule violates `expected`."""
+    t0 = time.monotonic()
+    seeds = [(plan, start_seed + i, overlap) for i in range(schedules)]
+    if jobs > 1:
+        from multiprocessing import get_context
+
+        with get_context("fork").Pool(jobs) as pool:
+            for n, (seed, failed) in enumerate(pool.imap(_verdict_of, seeds), 1):
+                if progress is not None:
+                    progress(n, time.monotonic() - t0)
+                if failed:
+                    pool.terminate()
+                    return _found(plan, seed, n, overlap)
+        return None
+    for n, job in enumerate(seeds, 1):
+        seed, failed = _verdict_of(job)
+        if progress is not None:
+            progress(n, time.monotonic() - t0)
+        if failed:
+            return _found(plan, seed, n, overlap)
+    return None
+
+
+def _found(plan: Plan, seed: int, n: int, overlap: int) -> Found:
+    """Run the failing seed again here (deterministic: the same result) to keep its result."""
+    steps = schedule_for(plan, seed, overlap)
+    with tempfile.TemporaryDirectory(prefix="hw-sim-") as tmp:
+        r = _fails(plan, steps, seed, Path(tmp))
+    assert r is not None, f"seed {seed} failed in a worker but not again: not deterministic"
+    return Found(seed, n, tuple(steps), r)
+
+
+def shrink(plan: Plan, found: Found, budget: int = 200) -> Found:
+    steps = list(found.steps)
+    runs = 0
+    with tempfile.TemporaryDirectory(prefix="hw-sim-shrink-") as tmp:
+        def still_fails(candidate: list[Step]) -> bool:
+            nonlocal runs
+            if runs >= budget:
+                return False
+            runs += 1
+            return _fails(plan, candidate, found.seed, Path(tmp)) is not None
+
+        i = 0
+        while i < len(steps):  # 1. drop faults
+            candidate = steps[:i] + steps[i + 1 :]
+            if still_fails(candidate):
+                steps = candidate
+            else:
+                i += 1
+        for i in range(len(steps)):  # 2. shorten durations
+            while (d := steps[i].duration) is not None and d / 2 >= MIN_DURATION_S:
+                candidate = list(steps)
+                candidate[i] = dataclasses.replace(steps[i], duration=round(d / 2, 3))
+                if not still_fails(candidate):
+                    break
+                steps = candidate
+        for i in range(len(steps)):  # 3. move earlier, never before the step before it
+            # (steps fire in list order: an earlier `at` than its predecessor's means nothing)
+            floor = max((s.at or 0.0 for s in steps[:i]), default=0.0)
+            while (at := steps[i].at) is not None and at >= 1.0 and (at + floor) / 2 < at - 0.01:
+                candidate = list(steps)
+                candidate[i] = dataclasses.replace(steps[i], at=round((at + floor) / 2, 3))
+                if not still_fails(candidate):
+                    break
+                steps = candidate
+        final = _fails(plan, steps, found.seed, Path(tmp))  # deterministic: fails again
+    found.shrunk = tuple(steps)
+    found.shrink_runs = runs
+    if final is not None:
+        found.resolved = {f.step.name: f.nodes for f in final.fired if not f.skipped}
+    return found
+
+
+def timeline(steps: Sequence[Step]) -> list[str]:
+    out = []
+    for s in steps:
+        when = f"t={s.at:g}s" if s.at is not None else (
+            f"+{s.after:g}s" if s.after is not None else f"when {s.when}")
+        out.append(f"{when:>10}  {s.describe()}")
+    return out
+
+
+def _target(t: Any) -> Any:
+    if t is None:
+        return None
+    if t.kind in ("leader", "followers"):
+        return {t.kind: t.partition}
+    if t.kind == "follower":
+        return {"follower": t.partition, "index": t.index}
+    if t.kind in ("broker", "brokers"):
+        return {t.kind: list(t.brokers) if t.kind == "brokers" else t.brokers[0]}
+    return t.kind
+
+
+_DRAWN = ("random", "majority", "minority")
+
+
+def to_fault_plan(plan: Plan, steps: Sequence[Step], seed: int, source_text: str,
+                  resolved: dict[str, tuple[Any, ...]] | None = None) -> str:  # fmt: skip
+    """The plan file with its nemesis replaced by these steps as scripted faults. Targets
+    drawn at random when the step fired (random, majority, minority) are written as the
+    brokers the simulator drew (`resolved`: step name -> nodes), so a container run hits the
+    same ones; role targets (leader, follower) stay roles."""
+    data = yaml.safe_load(source_text)
+    data.pop("nemesis", None)
+    data.pop("modes", None)
+    data["name"] = f"{plan.name}-sim-{seed}"
+    data["description"] = (f"Minimal fault schedule found by `highwater sim explore` "
+                           f"(seed {seed}) on {plan.source}.")  # fmt: skip
+    for key, value in plan.overrides.items():
+        if key.startswith(("nemesis.", "modes.")):
+            continue
+        node = data
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = yaml.safe_load(value)  # overrides are YAML scalars as text
+    faults = []
+    for s in steps:
+        f: dict[str, Any] = {"name": s.name, "action": s.action}
+        if s.at is not None:
+            f["at"] = s.at
+        if s.after is not None:
+            f["after"] = s.after
+        if s.when is not None:
+            f["when"] = s.when.text
+            f["timeout"] = s.timeout
+            f["on_timeout"] = s.on_timeout
+        if s.target is not None:
+            f["target"] = _target(s.target)
+            nodes = (resolved or {}).get(s.name)
+            if s.target.kind in _DRAWN and nodes:
+                brokers = sorted(n.id for n in nodes if n.kind == "broker")
+                if len(brokers) == len(nodes):
+                    f["target"] = {"brokers": brokers}
+        if s.peers is not None:
+            f["peers"] = _target(s.peers)
+        if s.src is not None:
+            f["from"] = _target(s.src)
+        if s.dst is not None:
+            f["to"] = _target(s.dst)
+        if s.duration is not None:
+            f["duration"] = s.duration
+        f.update({k: v for k, v in s.params.items() if v is not None})
+        faults.append(f)
+    data["faults"] = faults
+    return yaml.safe_dump(data, sort_keys=False)

@@ -1,0 +1,162 @@
+"""One simulated schedule of a plan: cluster up, topics, workload, faults, heal, drain, check.
+
+`simulate(plan, steps, seed, out_dir)` mirrors `highwater run` (harness/run/main.py) on the
+simulator: the cluster starts and registers, the plan's topics are created through the
+controller, the workload starts (time 0 of the history and of the plan's `at`), the fault
+loop fires steps every TICK_MS of virtual time, the producers run their jobs; then
+everything is healed and started again, the run waits (settle.timeout_s at most) for every
+partition to have a leader and a full ISR, and a fresh consumer drains every partition
+(drain.timeout_s at most) with final reads. The history is written by HistoryWriter on the
+virtual clock; it is checked by the reference checker (harness/bench/reference_checker.py,
+HISTORY.md's definitions, differential-tested against the Spark checker) and judged against
+the plan's `expected`. Everything is a function of (plan, steps, seed): the same seed gives
+the same history byte for byte.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from broker_app.controller.messages import NewTopic
+from broker_app.sim.cluster import SimCluster
+from harness.bench.reference_checker import reference_check
+from harness.checker.expectations import AS_EXPECTED, UNEXPECTED, verdict
+from harness.checker.history import INFORMATIONAL
+from harness.plan.model import Plan, Step
+from harness.sim.config import broker_configs, controller_config
+from harness.sim.nemesis import FiredStep, SimNemesis, cluster_state
+from harness.sim.workload import ClientContext, Drainer, SimConsumer, SimProducer
+from harness.store.history import HISTORY_FILE, HistoryWriter
+from harness.store.results import write_results
+from harness.workload import all_partitions, parse_partition, producer_jobs
+
+TICK_MS = 50  # the fault loop's poll interval (virtual)
+STARTUP_TIMEOUT_MS = 30_000
+__all__ = ["AS_EXPECTED", "UNEXPECTED", "simulate"]
+
+
+class SimAborted(Exception):
+    """The schedule could not be carried out (a `when` with on_timeout fail, no start-up)."""
+
+
+@dataclass
+class SimResult:
+    seed: int
+    results: dict[str, Any]
+    fired: list[FiredStep] = field(default_factory=list)
+    virtual_ms: int = 0
+    events: int = 0
+    history_path: Path | None = None
+
+    @property
+    def verdict(self) -> str:
+        return str(self.results["verdict"])
+
+
+def judge(plan: Plan, checked: dict[str, Any]) -> dict[str, Any]:
+    """results.json (HISTORY.md) from the reference checker's anomalies and stats."""
+    counts = {k: v["count"] for k, v in checked["anomalies"].items()}
+    valid = all(n == 0 for k, n in counts.items() if k not in INFORMATIONAL)
+    return {"valid": valid, "anomalies": checked["anomalies"], "stats": checked["stats"],
+            "expected": plan.expected_text(),
+            "verdict": verdict(valid, counts, list(plan.expected.values()))}  # fmt: skip
+
+
+def _wait(cluster: SimCluster, condition: Any, timeout_ms: int) -> bool:
+    loop = cluster.loop
+    deadline = loop.now_ms + timeout_ms
+    while loop.now_ms < deadline:
+        if condition():
+            return True
+        loop.run_until(min(loop.now_ms + TICK_MS, deadline))
+    return bool(condition())
+
+
+def _all_registered(cluster: SimCluster) -> bool:
+    ctl = cluster.controller.controller
+    return ctl is not None and all(
+        (b := ctl.image.brokers.get(i)) is not None and not b.fenced for i in cluster.brokers
+    )
+
+
+def _settled(cluster: SimCluster) -> bool:
+    """Every partition led, with every replica in the ISR, in the controller's image."""
+    ctl = cluster.controller.controller
+    if ctl is None:
+        return False
+    for _t, _i, reg in ctl.image.all_partitions():
+        if reg.leader < 0 or set(reg.isr) != set(reg.replicas):
+            return False
+    return True
+
+
+def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> SimResult:
+    logging.getLogger("broker_app").setLevel(logging.ERROR)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ctl_config, tick_ms = controller_config(plan.cluster)
+    cluster = SimCluster(seed, broker_configs(plan.cluster), ctl_config)
+    cluster.controller.tick_interval_ms = tick_ms
+    loop = cluster.loop
+    cluster.start()
+    if not _wait(cluster, lambda: _all_registered(cluster), STARTUP_TIMEOUT_MS):
+        raise SimAborted("brokers did not register within 30 s (virtual)")
+    resp = cluster.controller.create_topics([
+        NewTopic(t.name, t.partitions, t.replication_factor, None,
+                 {**t.configs, "min.insync.replicas": str(t.min_insync_replicas)})
+        for t in plan.cluster.topics
+    ])  # fmt: skip
+    bad = [r for r in resp.results if r.error != 0]
+    if bad:
+        raise SimAborted(f"CreateTopics failed: {bad}")
+    if not _wait(cluster, lambda: _settled(cluster), STARTUP_TIMEOUT_MS):
+        raise SimAborted("topics did not get leaders within 30 s (virtual)")
+
+    path = out_dir / HISTORY_FILE
+    start_ms = loop.now_ms
+    history = HistoryWriter(path, clock=lambda: (loop.now_ms - start_ms) * 1_000_000)
+    ctx = ClientContext(cluster, history)
+    nemesis = SimNemesis(cluster, history, steps, seed)
+    running = [0]
+
+    def producer_done() -> None:
+        running[0] -= 1
+
+    for job in producer_jobs(plan.workload.producers, plan.cluster):
+        running[0] += 1
+        SimProducer(ctx, job, producer_done).start()
+    cspec = plan.workload.consumers
+    parts = [parse_partition(p) for p in cspec.partitions] or all_partitions(plan.cluster)
+    consumers = [SimConsumer(ctx, parts, cspec.poll_interval_ms) for _ in range(cspec.count)]
+    for c in consumers:
+        c.start()
+    try:
+        # Faults and workload: until the producers finished and every step fired and healed.
+        horizon_ms = int((plan.workload.duration_s() + 600) * 1000)
+        while loop.now_ms - start_ms < horizon_ms:
+            nemesis.tick(ctx.elapsed_s())
+            if nemesis.aborted:
+                raise SimAborted(nemesis.aborted)
+            if running[0] == 0 and nemesis.done and nemesis.pending_undo == 0:
+                break
+            loop.run_until(loop.now_ms + TICK_MS)
+        for c in consumers:
+            c.stopped = True
+        cluster.heal_all()
+        _wait(cluster, lambda: _settled(cluster), int(plan.settle.timeout_s * 1000))
+        drainer = Drainer(ctx, all_partitions(plan.cluster), int(plan.drain.idle_s * 1000))
+        drainer.start()
+        _wait(cluster, lambda: drainer.finished, int(plan.drain.timeout_s * 1000))
+        drainer.stopped = True
+    finally:
+        history.close()
+    results = judge(plan, reference_check(path))
+    write_results(out_dir, results)
+    return SimResult(seed, results, nemesis.fired, loop.now_ms, loop.events_run, path)
+
+
+def final_state(cluster: SimCluster) -> Any:
+    return cluster_state(cluster, 0.0)

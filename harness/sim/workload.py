@@ -1,0 +1,417 @@
+"""The simulator's clients: producers and consumers at the request level, on virtual time.
+
+They play harness/workload.py's Workload against SimBrokers, writing the same history ops
+(HISTORY.md) through the same HistoryWriter, with generator.py's pure pieces (Pacer,
+PartitionCycle, producer_jobs) and client.py's `fail`/`info` classification:
+- a producer slot has one send in flight; acks 0/1/all as the plan says. Without idempotence
+  a send is one attempt (client.py's retries=0): an error is `fail` only if the broker
+  rejected it before appending, else `info`; a timeout or lost connection after sending is
+  `info`. A connection refused before sending is retried until the delivery timeout (nothing
+  reached a broker). With idempotence the same batch (producer id, sequence) is retried every
+  100 ms (retry.backoff.ms) until acknowledged or the delivery timeout: then `info`. After an
+  `info` the process is replaced by a new number (and a new producer id).
+- a consumer process polls every poll_interval_ms: one Fetch (max_wait 0) per leader for the
+  partitions it leads, from the consumer's positions; `ok` with the records read, `fail` when
+  every partition answered an error. OFFSET_OUT_OF_RANGE (its position was truncated away)
+  ends the poll `info` and the process is replaced (a new one reads from offset 0).
+- metadata: a client asks a Metadata v12 of the brokers in turn and caches the leaders;
+  errors that mean "wrong leader" refresh it.
+- `Drainer`: the final reads (`final: true`) of every partition from offset 0 up to the HW,
+  after the run healed everything.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from broker_app.protocol.codec import request_class
+from broker_app.protocol.entities import build
+from broker_app.protocol.error_codes import Errors
+from broker_app.sim.broker import ConnectionClosed
+from broker_app.sim.cluster import CLIENT, SimCluster
+from broker_app.storage.records import build_batch, decode_records, iter_batches
+from harness.client import classify
+from harness.store.history import HistoryWriter
+from harness.workload import Pacer, PartitionCycle, ProducerJob
+
+TopicPartition = tuple[str, int]
+ACKS = {"all": -1, "1": 1, "0": 0}
+RETRY_BACKOFF_MS = 100
+METADATA_TIMEOUT_MS = 1000
+FETCH_TIMEOUT_MS = 1000
+# Kafka's protocol error names where librdkafka (the real harness's client) names them
+# differently, so sim and container histories carry the same names.
+_LIBRDKAFKA_NAMES = {
+    "NOT_LEADER_OR_FOLLOWER": "NOT_LEADER_FOR_PARTITION",
+    "UNKNOWN_TOPIC_OR_PARTITION": "UNKNOWN_TOPIC_OR_PART",
+}
+_REFRESH = {Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH,
+            Errors.LEADER_NOT_AVAILABLE, Errors.UNKNOWN_TOPIC_OR_PARTITION}  # fmt: skip
+_RETRIABLE = _REFRESH | {Errors.NOT_ENOUGH_REPLICAS, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                         Errors.REQUEST_TIMED_OUT}  # fmt: skip
+
+
+def error_name(code: int) -> str:
+    try:
+        name = Errors(code).name
+    except ValueError:
+        name = f"ERROR_{code}"
+    return _LIBRDKAFKA_NAMES.get(name, name)
+
+
+class ClientContext:
+    """What every simulated client shares: the cluster, the history, fresh numbers."""
+
+    def __init__(self, cluster: SimCluster, history: HistoryWriter) -> None:
+        self.cluster = cluster
+        self.history = history
+        self.loop = cluster.loop
+        self.net = cluster.net
+        self.process = cluster.client
+        self.start_ms = cluster.loop.now_ms
+        self._next_process = 0
+        self._next_value = 0
+        self._next_producer_id = 1000
+
+    def elapsed_s(self) -> float:
+        return (self.loop.now_ms - self.start_ms) / 1000
+
+    def new_process(self) -> int:
+        self._next_process += 1
+        return self._next_process - 1
+
+    def new_value(self) -> int:
+        self._next_value += 1
+        return self._next_value - 1
+
+    def new_producer_id(self) -> int:
+        self._next_producer_id += 1
+        return self._next_producer_id
+
+    def later(self, delay_ms: int, fn: Callable[[], None]) -> None:
+        self.process.call_later(delay_ms, fn)
+
+
+class Metadata:
+    """One client's view of partition leaders, refreshed from the brokers in turn."""
+
+    def __init__(self, ctx: ClientContext) -> None:
+        self.ctx = ctx
+        self.leaders: dict[TopicPartition, int] = {}
+        self._turn = 0
+        self._refreshing = False
+
+    def refresh(self) -> None:
+        if self._refreshing:
+            return
+        self._refreshing = True
+        ids = sorted(self.ctx.cluster.brokers)
+        target = f"broker-{ids[self._turn % len(ids)]}"
+        self._turn += 1
+        body = build(request_class(3, 12), {
+            "topics": None, "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        })  # fmt: skip
+
+        def ok(resp: Any) -> None:
+            self._refreshing = False
+            for t in resp.topics:
+                for p in t.partitions:
+                    if p.leader_id >= 0:
+                        self.leaders[(t.name, p.partition_index)] = p.leader_id
+                    else:
+                        self.leaders.pop((t.name, p.partition_index), None)
+
+        def failed(_reason: str) -> None:
+            self._refreshing = False
+
+        self.ctx.net.rpc(CLIENT, target, body, ok, failed, METADATA_TIMEOUT_MS)
+
+
+class SimProducer:
+    def __init__(self, ctx: ClientContext, job: ProducerJob, on_done: Callable[[], None]) -> None:
+        self.ctx = ctx
+        self.job = job
+        self.on_done = on_done
+        self.acks = ACKS[job.acks]
+        self.pacer = Pacer(job.rate, ctx.elapsed_s())
+        self.choose = PartitionCycle(job.partitions, offset=job.slot)
+        self.sent = 0
+        self.start_s = ctx.elapsed_s()
+        self._new_client()
+
+    def _new_client(self) -> None:
+        self.process = self.ctx.new_process()
+        self.metadata = Metadata(self.ctx)
+        self.producer_id = self.ctx.new_producer_id() if self.job.idempotence else -1
+        self.sequences: dict[TopicPartition, int] = {}
+
+    def start(self) -> None:
+        self.metadata.refresh()
+        self.ctx.later(0, self._next)
+
+    def _finished(self) -> bool:
+        return self.job.finished(self.sent, self.ctx.elapsed_s() - self.start_s)
+
+    def _next(self) -> None:
+        if self._finished():
+            self.on_done()
+            return
+        delay = self.pacer.delay(self.ctx.elapsed_s())
+        if delay > 0:
+            self.ctx.later(max(1, math.ceil(delay * 1000)), self._next)
+            return
+        self.pacer.started(self.ctx.elapsed_s())
+        tp = self.choose()
+        self.sent += 1
+        self._send(tp, self.ctx.new_value())
+
+    def _send(self, tp: TopicPartition, value: int) -> None:
+        ctx = self.ctx
+        invoke = ctx.history.invoke(self.process, "send", topic=tp[0], partition=tp[1],
+                                    value=value, acks=self.job.acks)  # fmt: skip
+        deadline = ctx.loop.now_ms + self.job.timeout_ms
+        seq = -1
+        if self.producer_id >= 0:
+            seq = self.sequences.get(tp, 0)
+            self.sequences[tp] = seq + 1
+        batch = build_batch([(None, str(value).encode())], timestamp=ctx.loop.now_ms,
+                            producer_id=self.producer_id,
+                            producer_epoch=0 if self.producer_id >= 0 else -1,
+                            base_sequence=seq)  # fmt: skip
+        body = build(request_class(0, 9), {
+            "transactional_id": None, "acks": self.acks, "timeout": self.job.timeout_ms,
+            "topic_data": [{"name": tp[0], "partition_data": [{"index": tp[1],
+                                                                "records": batch}]}],
+        })  # fmt: skip
+
+        def complete(typ: str, **fields: Any) -> None:
+            ctx.history.complete(invoke, typ, **fields)
+            if typ == "info":
+                self._new_client()
+                self.metadata.refresh()
+            ctx.later(0, self._next)
+
+        def attempt() -> None:
+            now = ctx.loop.now_ms
+            if now >= deadline:
+                complete("info", error="_MSG_TIMED_OUT")
+                return
+            leader = self.metadata.leaders.get(tp)
+            if leader is None:
+                self.metadata.refresh()
+                ctx.later(RETRY_BACKOFF_MS, attempt)
+                return
+            if self.acks == 0:
+                ctx.net.rpc(CLIENT, f"broker-{leader}", body, None, None, 0)
+                complete("ok")
+                return
+            ctx.net.rpc(CLIENT, f"broker-{leader}", body, on_reply, on_error,
+                        max(1, deadline - now))  # fmt: skip
+
+        def on_reply(resp: Any) -> None:
+            if isinstance(resp, ConnectionClosed):
+                on_error(resp.reason)
+                return
+            p = resp.responses[0].partition_responses[0]
+            code = int(p.error_code.value)
+            if code == Errors.NONE:
+                complete("ok", offset=int(p.base_offset))
+                return
+            err = Errors(code) if code in Errors._value2member_map_ else None
+            if err in _REFRESH:
+                self.metadata.refresh()
+            if self.producer_id >= 0 and err in _RETRIABLE and ctx.loop.now_ms < deadline:
+                ctx.later(RETRY_BACKOFF_MS, attempt)
+                return
+            complete(classify(error_name(code), single_attempt=self.producer_id < 0),
+                     error=error_name(code))  # fmt: skip
+
+        def on_error(reason: str) -> None:
+            self.metadata.refresh()
+            refused = "refused" in reason
+            if (refused or self.producer_id >= 0) and ctx.loop.now_ms < deadline:
+                # Refused: nothing reached a broker; idempotent: the retry is deduplicated.
+                ctx.later(RETRY_BACKOFF_MS, attempt)
+                return
+            complete("info", error="_MSG_TIMED_OUT" if "timeout" in reason else "_TRANSPORT")
+
+        attempt()
+
+
+def decode_values(records: bytes, topic: str, partition: int) -> list[dict[str, Any]]:
+    out = []
+    for _h, view in iter_batches(records, allow_partial_tail=True):
+        for r in decode_records(view):
+            if r.value is not None:
+                out.append({"topic": topic, "partition": partition, "offset": r.offset,
+                            "value": int(r.value)})  # fmt: skip
+    return out
+
+
+class Poller:
+    """Fetches every partition of `parts` once from its leader (max_wait 0) and reports."""
+
+    def __init__(self, ctx: ClientContext, metadata: Metadata) -> None:
+        self.ctx = ctx
+        self.metadata = metadata
+
+    def poll(
+        self,
+        positions: dict[TopicPartition, int],
+        done: Callable[[list[dict[str, Any]], dict[TopicPartition, Any]], None],
+    ) -> None:
+        """done(records in order, {tp: error name or (hw, had_records)})."""
+        by_leader: dict[int, list[TopicPartition]] = {}
+        answers: dict[TopicPartition, Any] = {}
+        for tp in sorted(positions):
+            leader = self.metadata.leaders.get(tp)
+            if leader is None:
+                answers[tp] = "LEADER_NOT_AVAILABLE"
+            else:
+                by_leader.setdefault(leader, []).append(tp)
+        if any(isinstance(a, str) for a in answers.values()):
+            self.metadata.refresh()
+        results: dict[TopicPartition, list[dict[str, Any]]] = {}
+        waiting = [len(by_leader)]
+
+        def finish() -> None:
+            recs = [r for tp in sorted(results) for r in results[tp]]
+            done(recs, answers)
+
+        if not by_leader:
+            finish()
+            return
+        for leader, tps in sorted(by_leader.items()):
+            body = build(request_class(1, 12), {
+                "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+                "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                "topics": [{"topic": t, "partitions": [
+                    {"partition": p, "fetch_offset": positions[(t, p)],
+                     "partition_max_bytes": 1 << 20} for (t2, p) in tps if t2 == t]}
+                    for t in sorted({t for t, _ in tps})],
+                "forgotten_topics_data": [], "rack_id": "",
+            })  # fmt: skip
+
+            def ok(resp: Any, tps: list[TopicPartition] = tps) -> None:
+                for t in resp.responses:
+                    for p in t.partitions:
+                        tp = (t.topic, p.partition_index)
+                        code = int(p.error_code.value)
+                        if code != Errors.NONE:
+                            answers[tp] = error_name(code)
+                            self.metadata.refresh()
+                            continue
+                        recs = decode_values(bytes(p.records or b""), *tp)
+                        recs = [r for r in recs if r["offset"] >= positions[tp]]
+                        results[tp] = recs
+                        answers[tp] = (int(p.high_watermark), bool(recs))
+                waiting[0] -= 1
+                if waiting[0] == 0:
+                    finish()
+
+            def failed(reason: str, tps: list[TopicPartition] = tps) -> None:
+                for tp in tps:
+                    answers[tp] = "_TRANSPORT"
+                self.metadata.refresh()
+                waiting[0] -= 1
+                if waiting[0] == 0:
+                    finish()
+
+            self.ctx.net.rpc(CLIENT, f"broker-{leader}", body, ok, failed, FETCH_TIMEOUT_MS)
+
+
+class SimConsumer:
+    def __init__(self, ctx: ClientContext, parts: list[TopicPartition], interval_ms: int) -> None:
+        self.ctx = ctx
+        self.parts = parts
+        self.interval_ms = interval_ms
+        self.stopped = False
+        self._new_client()
+
+    def _new_client(self) -> None:
+        self.process = self.ctx.new_process()
+        self.metadata = Metadata(self.ctx)
+        self.positions = dict.fromkeys(self.parts, 0)
+
+    def start(self) -> None:
+        self.metadata.refresh()
+        self.ctx.later(self.interval_ms, self._poll)
+
+    def _poll(self) -> None:
+        if self.stopped:
+            return
+        invoke = self.ctx.history.invoke(self.process, "poll", final=False)
+
+        def done(records: list[dict[str, Any]], answers: dict[TopicPartition, Any]) -> None:
+            if any(a == "OFFSET_OUT_OF_RANGE" for a in answers.values()):
+                self.ctx.history.complete(invoke, "info", error="OFFSET_OUT_OF_RANGE")
+                self._new_client()
+                self.metadata.refresh()
+            elif records or any(not isinstance(a, str) for a in answers.values()):
+                for r in records:
+                    tp = (r["topic"], r["partition"])
+                    self.positions[tp] = r["offset"] + 1
+                self.ctx.history.complete(invoke, "ok", records=records)
+            else:
+                errors = sorted({a for a in answers.values() if isinstance(a, str)})
+                self.ctx.history.complete(invoke, "fail", error=errors[0] if errors else "")
+            if not self.stopped:
+                self.ctx.later(self.interval_ms, self._poll)
+
+        Poller(self.ctx, self.metadata).poll(dict(self.positions), done)
+
+
+class Drainer:
+    """Final reads: a fresh process reads each partition from 0; a partition is drained once
+    its fetches have returned nothing at or past the HW for `idle_ms` (the plan's drain.idle_s,
+    as the container run does: a new leader's HW may lag until its followers fetch again);
+    `finished` once every partition is drained."""
+
+    def __init__(self, ctx: ClientContext, parts: list[TopicPartition], idle_ms: int,
+                 interval_ms: int = 100) -> None:  # fmt: skip
+        self.ctx = ctx
+        self.process = ctx.new_process()
+        self.metadata = Metadata(ctx)
+        self.positions = dict.fromkeys(parts, 0)
+        self.idle_since: dict[TopicPartition, int] = {}
+        self.drained: set[TopicPartition] = set()
+        self.idle_ms = idle_ms
+        self.interval_ms = interval_ms
+        self.stopped = False
+
+    @property
+    def finished(self) -> bool:
+        return len(self.drained) == len(self.positions)
+
+    def start(self) -> None:
+        self.metadata.refresh()
+        self.ctx.later(self.interval_ms, self._poll)
+
+    def _poll(self) -> None:
+        if self.stopped or self.finished:
+            return
+        todo = {tp: o for tp, o in self.positions.items() if tp not in self.drained}
+        invoke = self.ctx.history.invoke(self.process, "poll", final=True)
+
+        def done(records: list[dict[str, Any]], answers: dict[TopicPartition, Any]) -> None:
+            for r in records:
+                self.positions[(r["topic"], r["partition"])] = r["offset"] + 1
+            now = self.ctx.loop.now_ms
+            for tp, a in answers.items():
+                if not isinstance(a, str) and not a[1] and self.positions[tp] >= a[0]:
+                    since = self.idle_since.setdefault(tp, now)
+                    if now - since >= self.idle_ms:
+                        self.drained.add(tp)
+                else:
+                    self.idle_since.pop(tp, None)
+            if records or any(not isinstance(a, str) for a in answers.values()):
+                self.ctx.history.complete(invoke, "ok", records=records)
+            else:
+                errors = sorted({a for a in answers.values() if isinstance(a, str)})
+                self.ctx.history.complete(invoke, "fail", error=errors[0] if errors else "")
+            self.ctx.later(self.interval_ms, self._poll)
+
+        Poller(self.ctx, self.metadata).poll(todo, done)

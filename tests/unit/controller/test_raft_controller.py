@@ -1,0 +1,187 @@
+"""RaftQuorumController over the seeded in-test Raft network (tests/unit/raft/net.py):
+the active controller answers only committed metadata, failover keeps it, and a deposed
+leader's uncommitted record never reaches a broker."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from broker_app.controller.config import ControllerConfig
+from broker_app.controller.errors import Errors
+from broker_app.controller.messages import (
+    CreateTopicsRequest,
+    HeartbeatRequest,
+    NewTopic,
+    RegisterBrokerRequest,
+)
+from broker_app.controller.raft_controller import RaftQuorumController
+from broker_app.controller.raft_facade import RaftControllerFacade
+from broker_app.controller.raft_metadata_log import NotControllerError
+from broker_app.metadata import MetadataLoader
+from tests.unit.raft.net import Node, SimNetwork
+
+BROKER = 10
+
+
+class ControllerNet(SimNetwork):
+    """SimNetwork whose nodes also run a RaftQuorumController, synced after every event."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.controllers: dict[int, RaftQuorumController] = {}
+        super().__init__(voters=3, seed=seed)
+        for i, node in self.nodes.items():
+            self.controllers[i] = self._controller(node)
+
+    def _controller(self, node: Node) -> RaftQuorumController:
+        ids = iter(uuid.UUID(int=node.node_id * 1000 + n) for n in range(1, 1000))
+        return RaftQuorumController(ControllerConfig(node_id=node.node_id), node.client,
+                                    lambda: next(ids))
+
+    def check(self, node: Node) -> None:
+        super().check(node)
+        if node.node_id in self.controllers:
+            self.controllers[node.node_id].sync(self.now)
+
+    def restart(self, node_id: int) -> None:
+        super().restart(node_id)
+        self.controllers[node_id] = self._controller(self.nodes[node_id])
+
+    def active(self) -> RaftQuorumController:
+        assert self.run_until(lambda: any(c.is_active for i, c in self.controllers.items()
+                                          if self.nodes[i].alive))
+        live = [c for i, c in self.controllers.items() if self.nodes[i].alive and c.is_active]
+        return max(live, key=lambda c: c.client.epoch)
+
+
+def register(ctl: RaftQuorumController, incarnation: str = "inc-1"):
+    return ctl.submit(lambda c: c.register_broker(
+        RegisterBrokerRequest(BROKER, incarnation, "127.0.0.1", 9092), 0)[0])
+
+
+def create(ctl: RaftQuorumController, name: str):
+    return ctl.submit(lambda c: c.create_topics(
+        CreateTopicsRequest([NewTopic(name, 1, 1)]), 0)[0])
+
+
+def broker_view(ctl: RaftQuorumController) -> MetadataLoader:
+    """What a broker fetching __cluster_metadata-0 from this controller would hold."""
+    loader = MetadataLoader()
+    loader.apply_fetched(ctl.metadata_log.read(0, 1 << 20))
+    return loader
+
+
+def setup_topic(net: ControllerNet, name: str = "t") -> RaftQuorumController:
+    ctl = net.active()
+    reg = register(ctl)
+    assert not reg.done  # appended, not committed yet
+    assert net.run_until(lambda: reg.done)
+    assert reg.error is None and reg.value.error == Errors.NONE
+    hb = ctl.submit(lambda c: c.heartbeat(
+        HeartbeatRequest(BROKER, reg.value.broker_epoch, reg.value.broker_epoch + 1), 0)[0])
+    assert net.run_until(lambda: hb.done) and not hb.value.is_fenced
+    topic = create(ctl, name)
+    assert net.run_until(lambda: topic.done)
+    assert topic.error is None and topic.value.results[0].error == Errors.NONE
+    return ctl
+
+
+def test_answers_wait_for_commit_and_standbys_apply_committed_data() -> None:
+    net = ControllerNet(seed=1)
+    ctl = setup_topic(net)
+    net.run_for(200)
+    for c in net.controllers.values():
+        assert "t" in c.committed_image.topics
+        assert c.committed_image.brokers[BROKER].fenced is False
+        assert "t" in broker_view(c).image.topics  # standbys serve committed metadata too
+    standby = next(c for c in net.controllers.values() if c is not ctl)
+    with pytest.raises(NotControllerError) as e:
+        create(standby, "u")
+    assert e.value.error == Errors.NOT_CONTROLLER and e.value.leader_id == ctl.config.node_id
+
+
+def test_failover_of_the_active_controller_keeps_committed_metadata() -> None:
+    net = ControllerNet(seed=2)
+    old = setup_topic(net)
+    epoch_before = old.committed_image.brokers[BROKER].epoch
+    net.crash(old.config.node_id)
+    new = net.active()
+    assert new is not old and new.client.epoch > old.client.epoch
+    assert "t" in new.active.image.topics and new.active.image == new.committed_image
+    # The same incarnation re-registering keeps its epoch: the registration survived.
+    again = register(new)
+    assert net.run_until(lambda: again.done)
+    assert again.value.broker_epoch == epoch_before
+    more = create(new, "u")
+    assert net.run_until(lambda: more.done) and more.error is None
+    net.restart(old.config.node_id)
+    net.run_for(3000)
+    back = net.controllers[old.config.node_id]
+    assert not back.is_active and {"t", "u"} <= set(back.committed_image.topics)
+
+
+def test_a_deposed_leaders_uncommitted_record_never_reaches_brokers() -> None:
+    net = ControllerNet(seed=3)
+    old = setup_topic(net)
+    old_id = old.config.node_id
+    net.isolate(old_id)
+    doomed = create(old, "doomed")  # appended on the old leader only
+    net.run_for(50)
+    assert not doomed.done
+    assert "doomed" in old.active.image.topics  # its own uncommitted view
+    assert "doomed" not in broker_view(old).image.topics  # fetches stop at the HW
+    assert "doomed" not in old.committed_image.topics
+    others = [c for i, c in net.controllers.items() if i != old_id]
+    assert net.run_until(lambda: any(c.is_active for c in others))
+    new = next(c for c in others if c.is_active)
+    assert net.run_until(lambda: doomed.done)  # check quorum deposes it, or the new epoch
+    assert doomed.error is not None and doomed.error.error == Errors.NOT_CONTROLLER
+    assert not old.is_active
+    net.heal()
+    kept = create(new, "kept")
+    assert net.run_until(lambda: kept.done) and kept.error is None
+    net.run_for(2000)
+    for c in net.controllers.values():
+        assert "doomed" not in c.committed_image.topics
+        assert "doomed" not in broker_view(c).image.topics
+        assert {"t", "kept"} <= set(broker_view(c).image.topics)
+
+
+def test_only_the_active_controller_ticks() -> None:
+    net = ControllerNet(seed=4)
+    ctl = setup_topic(net)
+    standby = next(c for c in net.controllers.values() if c is not ctl)
+    end = standby.metadata_log.end_offset
+    standby.tick(10**9)  # far past any session: a standby must not fence anybody
+    assert standby.metadata_log.end_offset == end
+    ctl.tick(0)
+    ctl.tick(10**9)
+    net.run_for(500)
+    for c in net.controllers.values():
+        assert c.committed_image.brokers[BROKER].fenced is True
+
+
+def test_the_facade_answers_not_controller_on_a_standby_and_holds_the_actives_answers() -> None:
+    net = ControllerNet(seed=5)
+    ctl = setup_topic(net)
+    net.run_for(200)  # followers learn the new high watermark on their next fetch
+    standby = next(c for c in net.controllers.values() if c is not ctl)
+    woken: list[int] = []
+    facade = RaftControllerFacade(standby, lambda: woken.append(1))
+    resp, _ = facade.create_topics(CreateTopicsRequest([NewTopic("x", 1, 1)]), 0)
+    assert [r.error for r in resp.results] == [Errors.NOT_CONTROLLER]
+    resp, _ = facade.register_broker(RegisterBrokerRequest(11, "i", "h", 1), 0)
+    assert resp.error == Errors.NOT_CONTROLLER and facade.last_pending is None and not woken
+    assert "t" in facade.image.topics  # a standby shows its committed image
+    active = RaftControllerFacade(ctl, lambda: woken.append(1))
+    resp, _ = active.create_topics(CreateTopicsRequest([NewTopic("x", 1, 1)]), 0)
+    assert resp.results[0].error == Errors.NONE and woken == [1]
+    pending = active.last_pending
+    assert pending is not None and not pending.done
+    assert "x" in ctl.active.image.topics and "x" not in active.image.topics  # reads: committed
+    assert net.run_until(lambda: pending.done) and pending.error is None
+    assert "x" in active.image.topics
+    active.refuse = True  # re-running a request whose commit failed answers NOT_CONTROLLER
+    resp, _ = active.heartbeat(HeartbeatRequest(BROKER, 0, 0), 0)
+    assert resp.error == Errors.NOT_CONTROLLER

@@ -1,0 +1,174 @@
+"""The group APIs through KafkaApis on a real single-node ReplicaManager and Log (no sockets):
+each illegal request gets Kafka's error, and committed offsets and group membership live in
+__consumer_offsets, so a restarted broker loads them back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from broker_app.config import BrokerConfig
+from broker_app.protocol.apis import ApiKey
+from broker_app.protocol.codec import decode_request, encode_request, request_class
+from broker_app.protocol.entities import build
+from broker_app.protocol.error_codes import Errors as E
+from broker_app.server.kafka_apis import Deferred
+from broker_app.server.main import build_broker
+
+
+def _broker(data: Path):
+    config = BrokerConfig(node_id=1, data_dir=data, port=9092, offsets_topic_num_partitions=3,
+                          group_initial_rebalance_delay_ms=0)  # fmt: skip
+    return build_broker(config)
+
+
+def _call(apis, api_key: int, version: int, data: dict) -> Any:
+    body = build(request_class(api_key, version), data)
+    result = apis.handle(decode_request(encode_request("client-a", 1, body)[4:]))
+    if isinstance(result, Deferred):
+        apis.groups.tick()  # the join phase ends on the coordinator's timer
+        assert result.done, "the request is still parked"
+        result = result.value
+    return result
+
+
+def _join(apis, member_id: str = "", version: int = 5) -> Any:
+    return _call(apis, ApiKey.JOIN_GROUP, version, {
+        "group_id": "g", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+        "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b"sub"}], "reason": None,
+    })  # fmt: skip
+
+
+def _commit(apis, offset: int, generation: int = -1, member: str = "") -> int:
+    resp = _call(apis, ApiKey.OFFSET_COMMIT, 8, {
+        "group_id": "g", "generation_id_or_member_epoch": generation, "member_id": member,
+        "group_instance_id": None, "topics": [{"name": "t", "partitions": [{
+            "partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+            "committed_metadata": ""}]}],
+    })  # fmt: skip
+    return resp.topics[0].partitions[0].error_code.value
+
+
+def _find(apis, key: str = "g", key_type: int = 0) -> Any:
+    return _call(apis, ApiKey.FIND_COORDINATOR, 3, {"key": key, "key_type": key_type})
+
+
+def test_group_lifecycle_survives_a_restart(tmp_path: Path) -> None:
+    apis, lm = _broker(tmp_path / "d")
+    try:
+        apis._create_topic("t", 1, 1, {})
+        assert _commit(apis, 1) == E.NOT_COORDINATOR  # no __consumer_offsets yet
+        assert _find(apis).error_code.value == E.NONE
+        first = _join(apis)
+        assert first.error_code.value == E.MEMBER_ID_REQUIRED  # KIP-394 from v4
+        joined = _join(apis, first.member_id)
+        assert (joined.error_code.value, joined.generation_id) == (E.NONE, 1)
+        assert joined.leader == joined.member_id == first.member_id
+        assert joined.member_id.startswith("client-a-")
+        sync = _call(apis, ApiKey.SYNC_GROUP, 5, {
+            "group_id": "g", "generation_id": 1, "member_id": joined.member_id,
+            "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+            "assignments": [{"member_id": joined.member_id, "assignment": b"all"}],
+        })  # fmt: skip
+        assert (sync.error_code.value, sync.assignment) == (E.NONE, b"all")
+        assert _commit(apis, 7, 1, joined.member_id) == E.NONE
+        assert _commit(apis, 8, 2, joined.member_id) == E.ILLEGAL_GENERATION
+    finally:
+        lm.shutdown()
+    apis, lm = _broker(tmp_path / "d")
+    try:
+        apis.groups.tick()  # leadership of __consumer_offsets: load it
+        fetched = _call(apis, ApiKey.OFFSET_FETCH, 7, {
+            "group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}],
+            "require_stable": False})  # fmt: skip
+        assert fetched.topics[0].partitions[0].committed_offset == 7
+        hb = _call(apis, ApiKey.HEARTBEAT, 4, {"group_id": "g", "generation_id": 1,
+                                               "member_id": joined.member_id,
+                                               "group_instance_id": None})  # fmt: skip
+        assert hb.error_code.value == E.NONE  # the member survived the restart with its group
+        described = _call(apis, ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["g", "none"],
+                                                            "include_authorized_operations": False})
+        g, none = described.groups
+        assert (g.group_state, g.protocol_data, g.members[0].member_assignment) == (
+            "Stable", "range", b"all")
+        assert (none.error_code.value, none.group_state) == (E.NONE, "Dead")
+        listed = _call(apis, ApiKey.LIST_GROUPS, 4, {"states_filter": []})
+        assert [(x.group_id, x.group_state) for x in listed.groups] == [("g", "Stable")]
+    finally:
+        lm.shutdown()
+
+
+def test_illegal_group_requests(tmp_path: Path) -> None:
+    apis, lm = _broker(tmp_path / "d")
+    try:
+        apis._create_topic("t", 1, 1, {})
+        _find(apis)
+        assert _find(apis, key_type=2).error_code.value == E.INVALID_REQUEST
+        assert _commit(apis, 1, generation=5, member="m") == E.ILLEGAL_GENERATION
+        hb = _call(apis, ApiKey.HEARTBEAT, 0, {"group_id": "g", "generation_id": 1,
+                                               "member_id": "m"})  # fmt: skip
+        assert hb.error_code.value == E.UNKNOWN_MEMBER_ID
+        assert _join(apis, "made-up").error_code.value == E.UNKNOWN_MEMBER_ID
+        bad = _call(apis, ApiKey.JOIN_GROUP, 1, {
+            "group_id": "g", "session_timeout": 10, "rebalance_timeout": 10, "member_id": "",
+            "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]})
+        assert bad.error_code.value == E.INVALID_SESSION_TIMEOUT and bad.protocol_name == ""
+        leave = _call(apis, ApiKey.LEAVE_GROUP, 0, {"group_id": "g", "member_id": "m"})
+        assert leave.error_code.value == E.UNKNOWN_MEMBER_ID
+        deleted = _call(apis, ApiKey.DELETE_GROUPS, 2, {"groups_names": ["nope"]})
+        assert deleted.results[0].error_code.value == E.GROUP_ID_NOT_FOUND
+        empty = _call(apis, ApiKey.OFFSET_COMMIT, 2, {
+            "group_id": "", "generation_id_or_member_epoch": -1, "member_id": "",
+            "retention_time": -1, "topics": [{"name": "t", "partitions": [{
+                "partition_index": 0, "committed_offset": 1, "committed_metadata": ""}]}]})
+        assert empty.topics[0].partitions[0].error_code.value == E.INVALID_GROUP_ID
+        assert _commit(apis, 1) == E.NONE and _call(apis, ApiKey.DELETE_GROUPS, 2, {
+            "groups_names": ["g"]}).results[0].error_code.value == E.NONE  # fmt: skip
+    finally:
+        lm.shutdown()
+
+
+def _offsets_led_with_follower(tmp_path: Path, acks: int) -> tuple[Any, Any, int]:
+    config = BrokerConfig(node_id=1, data_dir=tmp_path / "d", port=9092,
+                          offsets_topic_num_partitions=1, offsets_commit_required_acks=acks)
+    apis, lm = build_broker(config)
+    apis._create_topic("t", 1, 1, {})
+    rm = apis.replica_manager
+    rm.apply_partition("__consumer_offsets", 0, 1, 0, (1, 2), (1, 2), 0, 1)  # follower 2 in ISR
+    apis.groups.tick()
+    return apis, lm, rm
+
+
+def _follower_fetch(rm: Any) -> None:
+    from broker_app.replication.replica_manager import FetchRequestPartition
+
+    leo = rm.get_partition("__consumer_offsets", 0).log.log_end_offset
+    rm.fetch_messages({("__consumer_offsets", 0): FetchRequestPartition(leo, 1 << 20, 0)},
+                      1 << 20, replica_id=2)  # fmt: skip
+
+
+def test_commit_answered_only_after_the_follower_has_it(tmp_path: Path) -> None:
+    apis, lm, rm = _offsets_led_with_follower(tmp_path, -1)
+    try:
+        body = build(request_class(ApiKey.OFFSET_COMMIT, 8), {
+            "group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+            "group_instance_id": None, "topics": [{"name": "t", "partitions": [{
+                "partition_index": 0, "committed_offset": 3, "committed_leader_epoch": -1,
+                "committed_metadata": ""}]}]})  # fmt: skip
+        result = apis.handle(decode_request(encode_request("c", 1, body)[4:]))
+        assert isinstance(result, Deferred) and not result.done  # parked in DelayedProduce
+        _follower_fetch(rm)  # the follower has the record: the HW passes it
+        assert result.done and result.value.topics[0].partitions[0].error_code.value == E.NONE
+    finally:
+        lm.shutdown()
+
+
+def test_legacy_acks_1_answers_before_replication(tmp_path: Path) -> None:
+    apis, lm, rm = _offsets_led_with_follower(tmp_path, 1)
+    try:
+        assert _commit(apis, 3) == E.NONE  # answered at once; the follower has nothing yet
+        part = rm.get_partition("__consumer_offsets", 0)
+        assert part.high_watermark < part.log.log_end_offset
+    finally:
+        lm.shutdown()

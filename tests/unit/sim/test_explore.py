@@ -1,0 +1,66 @@
+"""A schedule found by `sim explore` exports as a scripted fault plan that loads back to the
+same faults (what `highwater run` would replay in containers)."""
+
+from __future__ import annotations
+
+from harness.plan.loader import parse_plan
+from harness.plan.state import Node
+from harness.plan.targets import Target
+from harness.plan.timing import steps_for
+from harness.sim.explore import timeline, to_fault_plan
+
+RANDOM = """
+name: r
+description: random nemesis
+cluster:
+  brokers: 3
+  topics: [{name: t, partitions: 2, replication_factor: 3, min_insync_replicas: 2}]
+workload:
+  producers: {count: 1, acks: all, rate: 10, duration_s: 40}
+nemesis:
+  mode: random
+  kinds: [kill, pause, partition, latency]
+  targets: [leader, follower, random, minority]
+  interval_s: 4
+  fault_duration_s: 3
+  start_s: 2
+expected: {lost-write: "== 0"}
+"""
+
+
+def test_exported_fault_plan_replays_the_same_faults() -> None:
+    overrides = {"cluster.switches.truncation": "kip-101", "workload.producers.duration_s": "30",
+                 "nemesis.interval_s": "3"}  # fmt: skip
+    plan = parse_plan(RANDOM, "r.yaml", overrides)
+    steps = steps_for(plan, 7)
+    assert len(steps) >= 4
+    text = to_fault_plan(plan, steps, 7, RANDOM)
+    back = parse_plan(text, "exported.yaml")
+    assert back.nemesis.mode == "scripted"
+    assert back.cluster.switches == {"truncation": "kip-101"}
+    assert back.workload.producers[0].duration_s == 30
+    assert [(s.action, s.at, s.duration, s.target, s.src, s.dst, s.params) for s in back.faults] \
+        == [(s.action, s.at, s.duration, s.target, s.src, s.dst, s.params) for s in steps]
+    assert timeline(back.faults) == timeline(steps)
+
+
+def test_targets_drawn_at_random_are_exported_as_the_brokers_drawn() -> None:
+    plan = parse_plan(RANDOM, "r.yaml")
+    steps = [s for s in steps_for(plan, 7) if s.target is not None]
+    drawn = next(s for s in steps_for(plan, 1) if s.target and s.target.kind == "random")
+    resolved = {drawn.name: (Node("broker", 2),)}
+    back = parse_plan(to_fault_plan(plan, [drawn, *steps[:1]], 1, RANDOM, resolved), "x.yaml")
+    assert back.faults[0].target == Target("brokers", brokers=(2,))
+    assert back.faults[1].target == steps[0].target
+
+
+def test_conditions_survive_the_export() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    text = (root / "chaos_plans/scenarios/L1.yaml").read_text()
+    plan = parse_plan(text, "L1.yaml")
+    back = parse_plan(to_fault_plan(plan, plan.faults, 1, text), "x.yaml")
+    assert [(s.when and s.when.text, s.after, s.timeout, s.on_timeout) for s in back.faults] \
+        == [(s.when and s.when.text, s.after, s.timeout, s.on_timeout) for s in plan.faults]
+    assert timeline(back.faults) == timeline(plan.faults)
