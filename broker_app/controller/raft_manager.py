@@ -28,13 +28,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from broker_app.aio import cancel_and_wait
 from broker_app.protocol.apis import VersionRange
 from broker_app.protocol.codec import Request
 from broker_app.raft.kio_codec import from_kio, to_kio
 from broker_app.raft.messages import Envelope, FetchRequest, Message
 from broker_app.server.network_client import ClientError, KafkaClient
 
-from .aio import cancel_and_wait
 from .raft_controller import RaftQuorumController
 
 log = logging.getLogger(__name__)

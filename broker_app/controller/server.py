@@ -29,12 +29,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker_app.aio import cancel_and_wait
 from broker_app.protocol.codec import encode_response
 from broker_app.protocol.errors import ProtocolError
 from broker_app.protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
 from broker_app.reject_log import RejectLog
 
-from .aio import cancel_and_wait
 from .apis import decode_controller_request
 from .controller_apis import ControllerApis, DelayedMetadataFetch
 from .metadata_log import FileMetadataLog

@@ -33,6 +33,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from broker_app.aio import cancel_and_wait
 from broker_app.config import BrokerConfig
 from broker_app.controller.broker_lifecycle import BrokerLifecycle
 from broker_app.metadata import METADATA_PARTITION, METADATA_TOPIC, MetadataLoader
@@ -149,11 +150,7 @@ class ClusterLink:
             self._tasks.append(asyncio.create_task(coro))
 
     async def stop(self) -> None:
-        for t in [*self._tasks, *self._alter_sends]:
-            t.cancel()
-        for t in [*self._tasks, *self._alter_sends]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await cancel_and_wait([*self._tasks, *self._alter_sends])
         for c in (self._meta_client, self._hb_client, self._rpc_client):
             c.close()
 

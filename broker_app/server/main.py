@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import sys
 from pathlib import Path
 
+from broker_app.aio import cancel_and_wait
 from broker_app.config import FLUSH_POLICIES, BrokerConfig
 from broker_app.kafka_versions import (
     DEFAULT_VERSION,
@@ -335,10 +335,7 @@ async def serve(config: BrokerConfig) -> None:
         await admin.start()
         print(f"highwater broker {config.node_id} admin on {config.host}:{admin.port}", flush=True)
     async def stop_everything() -> None:
-        for t in tasks:
-            t.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(tasks)
         if admin is not None:
             await admin.stop()
         if link is not None:

@@ -27,6 +27,7 @@ import inspect
 import logging
 from typing import Any
 
+from broker_app.aio import cancel_and_wait
 from broker_app.protocol.codec import decode_request, encode_response
 from broker_app.protocol.errors import ProtocolError
 from broker_app.protocol.framing import FrameDecoder
@@ -69,9 +70,7 @@ class SocketServer:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
+        await cancel_and_wait(list(self._connections))
 
     async def _on_connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

@@ -22,6 +22,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from broker_app.aio import cancel_and_wait
 from broker_app.replication.fetcher import ReplicaFetcherState
 from broker_app.replication.fetcher_pacing import FetchPacer, RoundOutcome
 from broker_app.replication.fetcher_session import FetcherSession
@@ -83,9 +84,7 @@ class ReplicaFetcherThread:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            await cancel_and_wait([self._task])
         self.client.close()
 
     async def _run(self) -> None:

@@ -1,4 +1,4 @@
-"""Small asyncio helpers shared by the controller's server and the broker-side agent."""
+"""Small asyncio helpers shared by the broker and the controller."""
 
 from __future__ import annotations
 
