@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable
@@ -56,6 +57,28 @@ LIFECYCLE_RETRY_BACKOFF_MS = 250  # a failed registration/heartbeat, and heartbe
 LIFECYCLE_TICK_MS = 10  # the lifecycle loop's shortest sleep
 FORWARD_RETRY_S = 10.0  # a controller restarting or briefly unreachable: keep the client's request
 CREATE_WAIT_S = 5.0  # how long a forwarded CreateTopics waits for the topic to reach our image
+
+
+class _AskedAStandby(Exception):
+    """A forwarded request answered NOT_CONTROLLER: retry it at the next controller."""
+
+    def __init__(self, response: Any) -> None:
+        super().__init__("NOT_CONTROLLER")
+        self.response = response
+
+
+def answers_not_controller(resp: Any) -> bool:
+    """Whether a controller's response says NOT_CONTROLLER, at its top level or for any entry
+    of its first-level lists (CreateTopics answers per topic) — Kafka's errorCounts() check."""
+    if int(getattr(resp, "error_code", 0)) == Errors.NOT_CONTROLLER:
+        return True
+    for field in dataclasses.fields(resp):
+        value = getattr(resp, field.name)
+        if isinstance(value, tuple | list):
+            for item in value:
+                if int(getattr(item, "error_code", 0)) == Errors.NOT_CONTROLLER:
+                    return True
+    return False
 
 
 def build_metadata_fetch(fetch_offset: int, max_wait_ms: int = 500) -> Any:
@@ -274,15 +297,25 @@ class ClusterLink:
         """Send a client's request to the controller unchanged; return its response entity.
 
         A controller that is restarting or briefly unreachable is retried (bounded) rather than
-        failing the client's request: the broker would otherwise close the client's connection."""
-        async for attempt in AsyncRetrying(
-            stop=stop_after_delay(FORWARD_RETRY_S),
-            wait=wait_exponential(multiplier=0.05, max=1.0),
-            retry=retry_if_exception_type(ClientError),
-            reraise=True,
-        ):
-            with attempt:
-                return await self._rpc_client.send(body)
+        failing the client's request: the broker would otherwise close the client's connection.
+        A NOT_CONTROLLER answer (we asked a standby of the quorum) moves on to the next controller
+        and retries within the same bound, as Kafka's NodeToControllerChannelManager re-discovers
+        the active controller; once the bound is spent that answer goes to the client."""
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_delay(FORWARD_RETRY_S),
+                wait=wait_exponential(multiplier=0.05, max=1.0),
+                retry=retry_if_exception_type((ClientError, _AskedAStandby)),
+                reraise=True,
+            ):
+                with attempt:
+                    resp = await self._rpc_client.send(body)
+                    if len(self._controllers) > 1 and answers_not_controller(resp):
+                        self._next_controller()
+                        raise _AskedAStandby(resp)
+                    return resp
+        except _AskedAStandby as e:
+            return e.response
         raise AssertionError("unreachable")
 
     async def forward_create_topics(self, body: Any, names: list[str]) -> Any:
