@@ -337,8 +337,9 @@ class ControllerApis:
         max_wait_ms = min(ms(body.max_wait), FETCH_MAX_WAIT_CAP_MS)
 
         def complete(force: bool) -> Any:
-            parts = [self._fetch_one(*w) for w in wanted]
-            has_data = any(p["records"] for _, p in parts)
+            parts = [self._fetch_one(*w, snapshot_ok=request.api_version >= 12)
+                     for w in wanted]
+            has_data = any(p["records"] or "snapshot_id" in p for _, p in parts)
             errors = any(p["error_code"] != Errors.NONE for _, p in parts)
             if not force and not has_data and not errors:
                 return None
@@ -361,7 +362,7 @@ class ControllerApis:
         return DelayedMetadataFetch(max_wait_ms, complete)
 
     def _fetch_one(
-        self, topic: str, partition: int, offset: int, max_bytes: int
+        self, topic: str, partition: int, offset: int, max_bytes: int, snapshot_ok: bool
     ) -> tuple[str, dict[str, Any]]:
         mlog = self.metadata_log
         out: dict[str, Any] = {
@@ -381,6 +382,14 @@ class ControllerApis:
         end = mlog.high_watermark
         out.update(high_watermark=end, last_stable_offset=end,
                    log_start_offset=mlog.log_start_offset)  # fmt: skip
+        snapshot = mlog.latest_snapshot()
+        if offset < mlog.log_start_offset and snapshot is not None and snapshot_ok:
+            # KIP-630: below the log start the broker must load the snapshot first; the
+            # SnapshotId tells it which one to FetchSnapshot (Fetch v12+; older versions
+            # get OFFSET_OUT_OF_RANGE from read()).
+            sid = snapshot.snapshot_id
+            out["snapshot_id"] = {"end_offset": sid.offset, "epoch": sid.epoch}
+            return topic, out
         try:
             out["records"] = mlog.read(offset, max(max_bytes, 1))
         except OffsetOutOfRangeError:

@@ -91,5 +91,9 @@ class FileMetadataLog:
     def read(self, offset: int, max_bytes: int) -> bytes:
         return self.log.read(offset, max_bytes)
 
+    def latest_snapshot(self) -> None:
+        """A single controller never snapshots (only the Raft quorum does, issue 13)."""
+        return None
+
     def close(self) -> None:
         self.log.close()
