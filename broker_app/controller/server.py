@@ -10,9 +10,9 @@
 - Timer: `QuorumController.tick(now_ms)` every `tick_interval_ms` (session expiry, leaderless
   partitions, automatic rebalance). now_ms is time.monotonic() in ms: sessions are durations.
 - Admin HTTP on --admin-port: `GET /state` returns {"node_id", "metadata_offset",
-  "controller_epoch", "session_timeout_ms", "ms_since_heartbeat": {broker: ms},
-  "image": MetadataImage.to_json()}; `GET /health` returns {"ok": true}.
-  Anything else is 404; a malformed request gets 400.
+  "metadata_digest" (MetadataImage.digest), "controller_epoch", "session_timeout_ms",
+  "ms_since_heartbeat": {broker: ms}, "image": MetadataImage.to_json()};
+  `GET /health` returns {"ok": true}. Anything else is 404; a malformed request gets 400.
 - Quorum mode (`quorum`, --controller-quorum-voters): Vote/BeginQuorumEpoch/EndQuorumEpoch/
   FetchSnapshot/Fetch v18 go to the RaftManager; any other answer is held until the Raft
   high watermark passes what it depends on, and becomes NOT_CONTROLLER if this controller
@@ -258,6 +258,7 @@ class ControllerServer:
         return {
             "node_id": self.controller.config.node_id,
             "metadata_offset": self.controller.image.offset,
+            "metadata_digest": self.controller.image.digest(),
             "controller_epoch": self.metadata_log.epoch,
             "session_timeout_ms": self.controller.config.session_timeout_ms,
             "ms_since_heartbeat": {
