@@ -85,14 +85,19 @@ def metadata_divergence(answers: Mapping[str, Mapping[str, Any] | None]) -> dict
 
 
 def wait_for_agreement(endpoints: Callable[[], Mapping[str, str]], timeout_s: float,
-                       interval_s: float = 0.5, request_timeout_s: float = 2.0
-                       ) -> dict[str, Any]:  # fmt: skip
+                       interval_s: float = 0.5, request_timeout_s: float = 2.0,
+                       unknown_grace_s: float = 5.0) -> dict[str, Any]:
+    """Poll until nothing differs (and every node answered, or unknown_grace_s passed: a node
+    a plan left down should not cost every run the whole timeout), or timeout_s passes."""
     from harness.state_poller import fetch_state
 
-    deadline = time.monotonic() + timeout_s
+    start = time.monotonic()
     while True:
         answers = {n: fetch_state(a, request_timeout_s) for n, a in endpoints().items()}
         result = metadata_divergence(answers)
-        if (result["count"] == 0 and not result["unknown"]) or time.monotonic() >= deadline:
+        waited = time.monotonic() - start
+        if result["count"] == 0 and (not result["unknown"] or waited >= unknown_grace_s):
+            return result
+        if waited >= timeout_s:
             return result
         time.sleep(interval_s)
