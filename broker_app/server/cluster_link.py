@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import uuid
@@ -93,6 +94,27 @@ def build_metadata_fetch(fetch_offset: int, max_wait_ms: int = 500) -> Any:
             "rack_id": "",
         },
     )
+
+
+class _NotController(ClientError):
+    """A forwarded request reached a standby controller (retried on the next one)."""
+
+
+def _names_not_controller(entity: Any, depth: int = 0) -> bool:
+    """True when any error_code in a kio response entity (walked a few levels deep: topic
+    and partition results) is NOT_CONTROLLER."""
+    if depth > 3 or not dataclasses.is_dataclass(entity):
+        return False
+    for f in dataclasses.fields(entity):
+        value = getattr(entity, f.name)
+        if f.name == "error_code" and getattr(value, "value", value) == Errors.NOT_CONTROLLER:
+            return True
+        if isinstance(value, tuple):
+            if any(_names_not_controller(v, depth + 1) for v in value):
+                return True
+        elif dataclasses.is_dataclass(value) and _names_not_controller(value, depth + 1):
+            return True
+    return False
 
 
 class ClusterLink:
@@ -303,15 +325,27 @@ class ClusterLink:
         """Send a client's request to the controller unchanged; return its response entity.
 
         A controller that is restarting or briefly unreachable is retried (bounded) rather than
-        failing the client's request: the broker would otherwise close the client's connection."""
-        async for attempt in AsyncRetrying(
-            stop=stop_after_delay(FORWARD_RETRY_S),
-            wait=wait_exponential(multiplier=0.05, max=1.0),
-            retry=retry_if_exception_type(ClientError),
-            reraise=True,
-        ):
-            with attempt:
-                return await self._rpc_client.send(body)
+        failing the client's request: the broker would otherwise close the client's connection.
+        Quorum mode: an answer naming NOT_CONTROLLER (a standby) moves on to the next
+        controller and tries again, as Kafka's NodeToControllerRequestThread re-discovers the
+        controller and requeues the request; when the bound runs out, that answer goes back."""
+        last: list[Any] = []
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_delay(FORWARD_RETRY_S),
+                wait=wait_exponential(multiplier=0.05, max=1.0),
+                retry=retry_if_exception_type(ClientError),
+                reraise=True,
+            ):
+                with attempt:
+                    resp = await self._rpc_client.send(body)
+                    if len(self._controllers) > 1 and _names_not_controller(resp):
+                        last[:] = [resp]
+                        self._next_controller()
+                        raise _NotController("the controller answered NOT_CONTROLLER")
+                    return resp
+        except _NotController:
+            return last[0]
         raise AssertionError("unreachable")
 
     async def forward_create_topics(self, body: Any, names: list[str]) -> Any:
