@@ -24,15 +24,19 @@ BROKER = 10
 class ControllerNet(SimNetwork):
     """SimNetwork whose nodes also run a RaftQuorumController, synced after every event."""
 
-    def __init__(self, seed: int = 0, **controller_config: Any) -> None:
+    def __init__(self, seed: int = 0, drop_rate: float = 0.0,
+                 **controller_config: Any) -> None:
         self.controllers: dict[int, RaftQuorumController] = {}
         self.controller_config = controller_config
-        super().__init__(voters=3, seed=seed)
+        super().__init__(voters=3, seed=seed, drop_rate=drop_rate)
         for i, node in self.nodes.items():
             self.controllers[i] = self._controller(node)
 
     def _controller(self, node: Node) -> RaftQuorumController:
-        ids = iter(uuid.UUID(int=node.node_id * 1000 + n) for n in range(1, 1000))
+        # Deterministic topic ids, distinct per node and incarnation (a restarted controller
+        # must not hand out an id it gave before, as uuid4 would not).
+        base = (node.node_id * 1000 + node.incarnation) * 1000
+        ids = iter(uuid.UUID(int=base + n) for n in range(1, 1000))
         config = ControllerConfig(node_id=node.node_id, **self.controller_config)
         return RaftQuorumController(config, node.client, lambda: next(ids))
 
