@@ -3,8 +3,9 @@
 One voter of a Raft quorum (1 voter: it leads at once) with its log on disk
 (FileReplicatedLog in a temporary directory) and the real RaftQuorumController: register
 --brokers brokers, create --topics topics of --partitions partitions each (RF up to 3),
-then move every partition's ISR --changes times (AlterPartition-like PartitionChange records
-through the QuorumController), so the log holds many more records than the image. Then:
+then move every partition's ISR --changes times (PartitionChange records appended straight to
+the Raft log, 500 to a batch, as AlterPartition would write them), so the log holds many more
+records than the image. Then:
 - snapshot: the controller writes its committed image (encode + write + fsync + dropping the
   log prefix), timed, with the payload size and the log size it replaced;
 - restart from the snapshot: reopen the log and load it into a new controller, timed;
