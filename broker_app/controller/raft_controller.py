@@ -30,9 +30,12 @@ its QuorumMetaLogListener and deferred event queue:
   snapshot by FetchSnapshot) loads the snapshot into `committed_image`, then applies the log
   after it. A new active controller starts from `committed_image`, not from a replay of the
   log (which may no longer start at 0).
-  Deviation: Kafka deletes the log below a snapshot only by retention (metadata.max.retention
-  .bytes/ms) and lazily; here the prefix goes at once. Brokers behind the log start are sent
-  the snapshot (ControllerApis' Fetch answers a SnapshotId; they FetchSnapshot it).
+  Deviations: Kafka deletes the log below a snapshot only by retention (metadata.max.retention
+  .bytes/ms) and lazily; here the prefix goes at once. Kafka's SnapshotGenerator writes the
+  snapshot off the controller's event thread; here it is written inside sync(), blocking the
+  controller's event loop for its duration (`highwater bench snapshot` measures it).
+  Brokers behind the log start are sent the snapshot (ControllerApis' Fetch answers a
+  SnapshotId; they FetchSnapshot it).
 
 The edge calls `sync(now_ms)` after every `client.handle`/`client.poll` (or uses `handle`/
 `poll` here, which do both).
