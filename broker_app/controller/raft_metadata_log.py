@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from broker_app.metadata.image import MetadataImage
 from broker_app.metadata.records import MetadataRecord, decode_record, encode_record
 from broker_app.raft import KafkaRaftClient, NotLeaderError, Snapshot
 from broker_app.storage import build_batch
@@ -87,6 +88,11 @@ class RaftMetadataLog:
                     if off >= offset and not b.control:
                         yield off, b.epoch, value
                 offset = b.next_offset
+
+    def snapshot_image(self) -> MetadataImage:
+        """Not used: RaftQuorumController keeps the committed image itself (replay refuses a
+        log that starts after a snapshot)."""
+        return MetadataImage()
 
     def replay(self) -> Iterator[tuple[int, MetadataRecord]]:
         start = self.client.log.start_offset

@@ -95,6 +95,7 @@ class ControllerServer:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._appended = asyncio.Event()
+        self._last_snapshot_ms: int | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -127,8 +128,29 @@ class ControllerServer:
 
     def _notify_if_appended(self, offset_before: int) -> None:
         if self.metadata_log.end_offset != offset_before:
+            self._maybe_snapshot()
             self._appended.set()
             self._appended = asyncio.Event()
+
+    def _maybe_snapshot(self) -> None:
+        """Single controller: snapshot the image at the log end (KIP-630, the quorum's
+        triggers: snapshot_max_new_record_bytes, or snapshot_max_interval_ms with any new
+        record; the interval is checked when something was appended). In quorum mode
+        RaftQuorumController snapshots."""
+        mlog = self.metadata_log
+        if self.quorum is not None or mlog.bytes_since_snapshot <= 0:
+            return
+        cfg = self.controller.config
+        now = monotonic_ms()
+        if self._last_snapshot_ms is None:
+            self._last_snapshot_ms = now
+        by_time = cfg.snapshot_max_interval_ms > 0 and \
+            now - self._last_snapshot_ms >= cfg.snapshot_max_interval_ms
+        if by_time or mlog.bytes_since_snapshot >= cfg.snapshot_max_new_record_bytes:
+            snapshot = mlog.create_snapshot(self.controller.image)
+            self._last_snapshot_ms = now
+            log.info("metadata snapshot at offset %d (%d bytes); the log starts there",
+                     snapshot.snapshot_id.offset, len(snapshot.payload))
 
     async def _tick_loop(self) -> None:
         while True:
