@@ -98,3 +98,41 @@ def test_snapshots_truncate_the_log_and_restarted_or_late_nodes_rebuild_the_imag
     finally:
         for p in reversed(started):
             p.stop()
+
+
+def test_the_single_controller_snapshots_too(tmp_path: Path) -> None:
+    (tmp_path / "c").mkdir()
+    controller = ControllerProcess(tmp_path / "c" / "data",
+                                   ["--session-timeout-ms", str(SESSION_MS),
+                                    "--metadata-log-max-record-bytes-between-snapshots", "1"])
+    started: list = [controller]
+    try:
+        controller.start()
+        brokers = {}
+        for node_id in (1, 2):
+            if node_id == 2:  # after a snapshot and a controller restart, broker 2 starts late
+                assert list((tmp_path / "c" / "data" / "__cluster_metadata-0").glob(
+                    "*.checkpoint"))
+                controller.stop(signal.SIGKILL)
+                controller.start()
+                assert "before" in controller.state()["image"]["topics"]
+            b = BrokerProcess(node_id, tmp_path / f"broker-{node_id}", controller.bootstrap, [])
+            started.append(b)
+            b.start()
+            wait_until(lambda b=b: not b.state()["fenced"], 30, f"broker {node_id} registered")
+            brokers[node_id] = b
+            if node_id == 1:
+                create_topic(b.bootstrap, "before", rf=1)
+                assert produce(b.bootstrap, "before", [b"v"])[0][0] is None
+        assert "loading the metadata snapshot" in brokers[2].log()
+        endpoints = {"controller": f"127.0.0.1:{controller.admin_port}",
+                     **{f"broker-{i}": f"127.0.0.1:{b.admin_port}" for i, b in brokers.items()}}
+        result = wait_for_agreement(lambda: endpoints, timeout_s=20)
+        assert result["count"] == 0 and result["unknown"] == [], result
+    except Exception:
+        for p in started:
+            print(f"--- {type(p).__name__}\n{p.log()[-3000:]}")
+        raise
+    finally:
+        for p in reversed(started):
+            p.stop()
