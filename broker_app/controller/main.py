@@ -65,11 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--controller-quorum-fetch-timeout-ms", type=int, default=2000)
     parser.add_argument("--metadata-log-max-record-bytes-between-snapshots", type=int,
                         default=20 * 1024 * 1024,
-                        help="quorum mode: snapshot the committed metadata image after this "
-                             "many bytes of new metadata records (KIP-630)")
+                        help="snapshot the committed metadata image after this many bytes of "
+                             "new metadata records (KIP-630); the log then starts there")
     parser.add_argument("--metadata-log-max-snapshot-interval-ms", type=int, default=3_600_000,
-                        help="quorum mode: ... or after this long with any new record "
-                             "(KIP-876); 0 disables the time trigger")
+                        help="... or after this long with any new record (KIP-876); 0 "
+                             "disables the time trigger")
 
 
 def config_from_args(args: argparse.Namespace) -> ControllerConfig:

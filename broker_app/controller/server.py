@@ -13,6 +13,9 @@
   "metadata_digest" (MetadataImage.digest), "controller_epoch", "session_timeout_ms",
   "ms_since_heartbeat": {broker: ms}, "image": MetadataImage.to_json()};
   `GET /health` returns {"ok": true}. Anything else is 404; a malformed request gets 400.
+- Snapshots (single controller): after an operation appended records, `_maybe_snapshot`
+  writes the image (FileMetadataLog.create_snapshot) once the size or interval trigger of
+  ControllerConfig is due; brokers below the new log start FetchSnapshot it (ControllerApis).
 - Quorum mode (`quorum`, --controller-quorum-voters): Vote/BeginQuorumEpoch/EndQuorumEpoch/
   FetchSnapshot/Fetch v18 go to the RaftManager; any other answer is held until the Raft
   high watermark passes what it depends on, and becomes NOT_CONTROLLER if this controller
