@@ -1,6 +1,7 @@
 """AdminServer: a tiny HTTP/1.0 endpoint on --admin-port, read-only.
 
-GET /state → JSON {"broker_id", "broker_epoch", "fenced", "metadata_offset", "controller",
+GET /state → JSON {"broker_id", "broker_epoch", "fenced", "metadata_offset", "metadata_digest"
+(MetadataImage.digest of the broker's image), "controller",
 "partitions": [...]}, one entry per hosted partition: Partition.snapshot() (topic, partition,
 role, leader, leader_epoch, partition_epoch, replicas, isr, maximal_isr, epoch_cache,
 remote_replicas...) plus the short names the harness plots: hw, leo, log_start, and
@@ -45,6 +46,8 @@ def broker_state(
         "broker_epoch": link.broker_epoch if link is not None else -1,
         "fenced": link.fenced if link is not None else False,
         "metadata_offset": link.image.offset if link is not None else -1,
+        # MetadataImage.digest: equal on every node whose metadata image agrees
+        "metadata_digest": link.image.digest() if link is not None else None,
         "controller": link is not None,
         "partitions": parts,
         # liveness.LoopLag: {"current", "max" since start, "samples"}, ms the loop was blocked

@@ -27,6 +27,7 @@ class ControllerApiKey(IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
     ALTER_PARTITION_REASSIGNMENTS = 45
     ALTER_PARTITION = 56
+    FETCH_SNAPSHOT = 59
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
 
@@ -44,6 +45,7 @@ CONTROLLER_APIS: dict[int, VersionRange] = {
     ControllerApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
     ControllerApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
     ControllerApiKey.ALTER_PARTITION: VersionRange(2, 3),
+    ControllerApiKey.FETCH_SNAPSHOT: VersionRange(0, 0),  # KIP-630: brokers below the log start
     ControllerApiKey.BROKER_REGISTRATION: VersionRange(0, 4),
     ControllerApiKey.BROKER_HEARTBEAT: VersionRange(0, 1),
 }

@@ -21,3 +21,10 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10  # leader.imbalance.per.broker.percentage
     num_partitions: int = 1  # num.partitions (CreateTopics with -1)
     default_replication_factor: int = 1  # default.replication.factor (CreateTopics with -1)
+    # KIP-630 metadata snapshots: a controller (single or quorum) snapshots its committed image once
+    # this many bytes of metadata records were committed since its last snapshot
+    # (metadata.log.max.record.bytes.between.snapshots, Kafka's default 20 MiB) ...
+    snapshot_max_new_record_bytes: int = 20 * 1024 * 1024
+    # ... or once this long has passed with any new record (metadata.log.max.snapshot.interval.ms,
+    # KIP-876; Kafka's default 1 hour). 0 disables the time trigger.
+    snapshot_max_interval_ms: int = 3_600_000

@@ -20,6 +20,9 @@ from typing import Any
 
 from broker_app.metadata.records import METADATA_PARTITION, METADATA_TOPIC
 from broker_app.protocol.codec import Request
+from broker_app.raft.kio_codec import from_kio, to_kio
+from broker_app.raft.messages import Errors as RaftErrors
+from broker_app.raft.messages import FetchSnapshotRequest, FetchSnapshotResponse
 from broker_app.reject_log import RejectLog
 from broker_app.server.api_common import (
     api_versions_response,
@@ -89,6 +92,7 @@ class ControllerApis:
             k.ELECT_LEADERS: self.handle_elect_leaders,
             k.ALTER_PARTITION_REASSIGNMENTS: self.handle_alter_partition_reassignments,
             k.FETCH: self.handle_fetch,
+            k.FETCH_SNAPSHOT: self.handle_fetch_snapshot,
         }
         for key, fn in ((k.DELETE_TOPICS, handle_delete_topics),
                         (k.CREATE_PARTITIONS, handle_create_partitions),
@@ -337,8 +341,9 @@ class ControllerApis:
         max_wait_ms = min(ms(body.max_wait), FETCH_MAX_WAIT_CAP_MS)
 
         def complete(force: bool) -> Any:
-            parts = [self._fetch_one(*w) for w in wanted]
-            has_data = any(p["records"] for _, p in parts)
+            parts = [self._fetch_one(*w, snapshot_ok=request.api_version >= 12)
+                     for w in wanted]
+            has_data = any(p["records"] or "snapshot_id" in p for _, p in parts)
             errors = any(p["error_code"] != Errors.NONE for _, p in parts)
             if not force and not has_data and not errors:
                 return None
@@ -360,8 +365,20 @@ class ControllerApis:
             return response
         return DelayedMetadataFetch(max_wait_ms, complete)
 
+    def handle_fetch_snapshot(self, request: Request, now_ms: int) -> Any:
+        """A broker whose metadata fetch offset is below the log start (a snapshot holds it)
+        fetches that snapshot whole (single controller; in quorum mode RaftManager answers)."""
+        req = from_kio(request.body)
+        if not isinstance(req, FetchSnapshotRequest):
+            raise ValueError(f"not a FetchSnapshot request: {type(req).__name__}")
+        snapshot = self.metadata_log.latest_snapshot()
+        epoch, node_id = self.metadata_log.epoch, self.controller.config.node_id
+        if snapshot is None or snapshot.snapshot_id != req.snapshot_id:
+            return to_kio(FetchSnapshotResponse(epoch, node_id, RaftErrors.SNAPSHOT_NOT_FOUND))
+        return to_kio(FetchSnapshotResponse(epoch, node_id, snapshot=snapshot))
+
     def _fetch_one(
-        self, topic: str, partition: int, offset: int, max_bytes: int
+        self, topic: str, partition: int, offset: int, max_bytes: int, snapshot_ok: bool
     ) -> tuple[str, dict[str, Any]]:
         mlog = self.metadata_log
         out: dict[str, Any] = {
@@ -381,6 +398,14 @@ class ControllerApis:
         end = mlog.high_watermark
         out.update(high_watermark=end, last_stable_offset=end,
                    log_start_offset=mlog.log_start_offset)  # fmt: skip
+        snapshot = mlog.latest_snapshot()
+        if offset < mlog.log_start_offset and snapshot is not None and snapshot_ok:
+            # KIP-630: below the log start the broker must load the snapshot first; the
+            # SnapshotId tells it which one to FetchSnapshot (Fetch v12+; older versions
+            # get OFFSET_OUT_OF_RANGE from read()).
+            sid = snapshot.snapshot_id
+            out["snapshot_id"] = {"end_offset": sid.offset, "epoch": sid.epoch}
+            return topic, out
         try:
             out["records"] = mlog.read(offset, max(max_bytes, 1))
         except OffsetOutOfRangeError:

@@ -63,6 +63,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "it this is the single controller")
     parser.add_argument("--controller-quorum-election-timeout-ms", type=int, default=1000)
     parser.add_argument("--controller-quorum-fetch-timeout-ms", type=int, default=2000)
+    parser.add_argument("--metadata-log-max-record-bytes-between-snapshots", type=int,
+                        default=20 * 1024 * 1024,
+                        help="snapshot the committed metadata image after this many bytes of "
+                             "new metadata records (KIP-630); the log then starts there")
+    parser.add_argument("--metadata-log-max-snapshot-interval-ms", type=int, default=3_600_000,
+                        help="... or after this long with any new record (KIP-876); 0 "
+                             "disables the time trigger")
 
 
 def config_from_args(args: argparse.Namespace) -> ControllerConfig:
@@ -84,6 +91,8 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
         leader_imbalance_per_broker_percentage=args.leader_imbalance_per_broker_percentage,
         num_partitions=args.num_partitions,
         default_replication_factor=args.default_replication_factor,
+        snapshot_max_new_record_bytes=args.metadata_log_max_record_bytes_between_snapshots,
+        snapshot_max_interval_ms=args.metadata_log_max_snapshot_interval_ms,
     )
 
 
@@ -93,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    for name in ("session_timeout_ms", "tick_interval_ms", "leader_imbalance_check_interval_ms"):
+    for name in ("session_timeout_ms", "tick_interval_ms", "leader_imbalance_check_interval_ms",
+                 "metadata_log_max_record_bytes_between_snapshots"):
         if getattr(args, name) <= 0:
             log.error("--%s must be > 0, got %d", name.replace("_", "-"), getattr(args, name))
             return 2

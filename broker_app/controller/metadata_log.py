@@ -12,6 +12,14 @@ Contract:
   `<data-dir>/__cluster_metadata-0/`, fsyncing every batch. Batches carry the controller epoch
   as partitionLeaderEpoch; each start of the controller takes the next epoch (as a KRaft leader
   election would). MemoryMetadataLog is the same contract without files (unit tests).
+- Snapshots (KIP-630, as the Raft quorum's controllers take them): `snapshot_image()` is the
+  image the log starts from (empty without a snapshot) and `replay()` yields the records after
+  it; FileMetadataLog's `create_snapshot(image)` writes the image (metadata/snapshot.py) as
+  `<end offset>-<epoch>.checkpoint` beside the log at the log end (a single controller has
+  committed everything it appended) and then empties the log, which restarts at that offset.
+  `bytes_since_snapshot` counts the record bytes appended since, for the size trigger.
+  Opening after a crash between the snapshot and the truncation truncates again.
+  `latest_snapshot()` is what a broker whose fetch offset is below the log start fetches.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from broker_app.metadata.image import MetadataImage
 from broker_app.metadata.records import (
     METADATA_PARTITION,
     METADATA_TOPIC,
@@ -27,6 +36,9 @@ from broker_app.metadata.records import (
     decode_record,
     encode_record,
 )
+from broker_app.metadata.snapshot import decode_snapshot, encode_snapshot
+from broker_app.raft.file_log import read_latest_snapshot, write_snapshot_file
+from broker_app.raft.log import OffsetAndEpoch, Snapshot
 from broker_app.storage import Log, LogConfig, build_batch, decode_records
 
 
@@ -35,6 +47,8 @@ class MetadataLog(Protocol):
     def end_offset(self) -> int: ...
 
     def append(self, records: Sequence[MetadataRecord]) -> int: ...
+
+    def snapshot_image(self) -> MetadataImage: ...
 
     def replay(self) -> Iterator[tuple[int, MetadataRecord]]: ...
 
@@ -52,6 +66,9 @@ class MemoryMetadataLog:
         self.entries.extend(encode_record(r) for r in records)
         return base
 
+    def snapshot_image(self) -> MetadataImage:
+        return MetadataImage()
+
     def replay(self) -> Iterator[tuple[int, MetadataRecord]]:
         for off, value in enumerate(self.entries):
             yield off, decode_record(value, f"offset {off}")
@@ -63,7 +80,17 @@ class FileMetadataLog:
         # Recover from offset 0 every time: the metadata log is small, and a torn tail must go.
         config = LogConfig(max_batch_bytes=8 * 1024 * 1024, flush_every_batch=True)
         self.log = Log.open(self.dir, config, recovery_point=0)
-        self.epoch = (self.log.latest_epoch or 0) + 1
+        self._snapshot = read_latest_snapshot(self.dir)
+        self.bytes_since_snapshot = 0
+        snap_epoch = 0
+        if self._snapshot is not None:
+            end, snap_epoch = self._snapshot.snapshot_id.offset, self._snapshot.snapshot_id.epoch
+            if self.log.log_start_offset < end:  # crashed between snapshot and truncation
+                if self.log.log_end_offset != end:
+                    raise ValueError(f"{self.dir}: snapshot ends at {end} but the log holds "
+                                     f"[{self.log.log_start_offset}, {self.log.log_end_offset})")
+                self.log.truncate_fully_and_start_at(end)
+        self.epoch = max(self.log.latest_epoch or 0, snap_epoch) + 1
 
     @property
     def end_offset(self) -> int:
@@ -78,13 +105,37 @@ class FileMetadataLog:
         return self.log.log_start_offset
 
     def append(self, records: Sequence[MetadataRecord]) -> int:
-        batch = build_batch([(None, encode_record(r)) for r in records], epoch=self.epoch)
+        values = [encode_record(r) for r in records]
+        batch = build_batch([(None, v) for v in values], epoch=self.epoch)
         info = self.log.append_as_leader(batch, self.epoch)
         self.log.update_high_watermark(self.log.log_end_offset)
+        self.bytes_since_snapshot += sum(len(v) for v in values)
         return info.first_offset
 
+    def snapshot_image(self) -> MetadataImage:
+        snap = self._snapshot
+        if snap is None:
+            return MetadataImage()
+        return decode_snapshot(snap.payload, snap.snapshot_id.offset,
+                               f"snapshot {snap.snapshot_id.offset} in {self.dir}")
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self._snapshot
+
+    def create_snapshot(self, image: MetadataImage) -> Snapshot:
+        """Snapshot `image`, which must be the state of the whole log, at the log end."""
+        end = self.log.log_end_offset
+        if image.offset >= end:
+            raise ValueError(f"image at offset {image.offset} is ahead of the log end {end}")
+        snapshot = Snapshot(OffsetAndEpoch(end, self.epoch), encode_snapshot(image))
+        write_snapshot_file(self.dir, snapshot)
+        self.log.truncate_fully_and_start_at(end)
+        self._snapshot = snapshot
+        self.bytes_since_snapshot = 0
+        return snapshot
+
     def replay(self) -> Iterator[tuple[int, MetadataRecord]]:
-        for _header, view in self.log.batches(0):
+        for _header, view in self.log.batches(self.log.log_start_offset):
             for rec in decode_records(view):
                 yield rec.offset, decode_record(rec.value, f"offset {rec.offset} in {self.dir}")
 

@@ -136,7 +136,8 @@ class QuorumController:
         if image is not None:
             self.image = image
         else:
-            self.image = MetadataImage().apply_all(metadata_log.replay())
+            # The log may start after a snapshot (KIP-630): its image, then the records.
+            self.image = metadata_log.snapshot_image().apply_all(metadata_log.replay())
         if image is None and self.image.offset + 1 != metadata_log.end_offset:
             raise ControllerError(
                 Errors.UNKNOWN_SERVER_ERROR,

@@ -20,9 +20,25 @@ its QuorumMetaLogListener and deferred event queue:
   committed image it keeps never held them. Raft then truncates its uncommitted tail.
 - Only the active controller runs `tick` (session expiry, elections, rebalance).
 
+- Snapshots (KIP-630): every controller, active or standby, snapshots its committed image at
+  its committed position (`_next_offset`, just past every record it applied) once
+  `snapshot_max_new_record_bytes` of metadata records were committed since its last snapshot,
+  or `snapshot_max_interval_ms` passed with at least one (Kafka's
+  metadata.log.max.record.bytes.between.snapshots / metadata.log.max.snapshot.interval.ms).
+  The Raft log then starts at the snapshot (the client truncates the prefix). A controller
+  whose position is below the log start (a restart, or a follower that got the leader's
+  snapshot by FetchSnapshot) loads the snapshot into `committed_image`, then applies the log
+  after it. A new active controller starts from `committed_image`, not from a replay of the
+  log (which may no longer start at 0).
+  Deviations: Kafka deletes the log below a snapshot only by retention (metadata.max.retention
+  .bytes/ms) and lazily; here the prefix goes at once. Kafka's SnapshotGenerator writes the
+  snapshot off the controller's event thread; here it is written inside sync(), blocking the
+  controller's event loop for its duration (`highwater bench snapshot` measures it).
+  Brokers behind the log start are sent the snapshot (ControllerApis' Fetch answers a
+  SnapshotId; they FetchSnapshot it).
+
 The edge calls `sync(now_ms)` after every `client.handle`/`client.poll` (or uses `handle`/
-`poll` here, which do both). Not done: metadata snapshots (KIP-630) — a snapshot from the
-leader raises NotImplementedError; brokers do not yet follow the active controller.
+`poll` here, which do both).
 """
 
 from __future__ import annotations
@@ -35,7 +51,8 @@ from typing import Any
 
 from broker_app.metadata.image import MetadataImage
 from broker_app.metadata.records import decode_record
-from broker_app.raft import KafkaRaftClient
+from broker_app.metadata.snapshot import decode_snapshot, encode_snapshot
+from broker_app.raft import KafkaRaftClient, Snapshot
 from broker_app.raft.messages import Envelope
 
 from .config import ControllerConfig
@@ -83,8 +100,19 @@ class RaftQuorumController:
         self.active: QuorumController | None = None
         self.active_epoch: int | None = None
         self._pending: list[PendingResponse] = []
+        # Snapshot policy: metadata record bytes committed since the last snapshot, and when
+        # that snapshot was taken (None until the first sync: the interval counts from start).
+        self._bytes_since_snapshot = 0
+        self._last_snapshot_ms: int | None = None
+        self.snapshots_created = 0
+        self.snapshots_loaded = 0
 
     # -- queries ----------------------------------------------------------------------------
+    @property
+    def committed_offset(self) -> int:
+        """Everything below this offset is applied to committed_image."""
+        return self._next_offset
+
     @property
     def is_active(self) -> bool:
         return self.active is not None
@@ -108,7 +136,10 @@ class RaftQuorumController:
             "state": type(self.client.quorum.state).__name__,
             "active": self.is_active,
             "high_watermark": self.client.high_watermark,
+            "log_start_offset": self.metadata_log.log_start_offset,
             "log_end_offset": self.metadata_log.end_offset,
+            "committed_offset": self._next_offset,
+            "snapshot": self._snapshot_state(),
             "pending_responses": len(self._pending),
         }
 
@@ -148,6 +179,7 @@ class RaftQuorumController:
     def sync(self, now_ms: int) -> None:
         """Follow the Raft client after it handled a message or a timer."""
         self._apply_committed()
+        self._maybe_snapshot(now_ms)
         c = self.client
         if self.active is not None and (not c.is_leader or c.epoch != self.active_epoch):
             self._deactivate()
@@ -159,19 +191,21 @@ class RaftQuorumController:
         while True:
             update = self.client.poll_committed(self._next_offset)
             if update.snapshot is not None:
-                raise NotImplementedError("metadata snapshots are not supported yet (issue 13)")
+                self._load_snapshot(update.snapshot)
             if update.records:
                 self.committed_image = self.committed_image.apply_all(
                     (off, decode_record(value, f"committed offset {off}"))
                     for off, value in update.records)
+                self._bytes_since_snapshot += sum(len(v) for _o, v in update.records)
             if update.next_offset == self._next_offset:
                 return
             self._next_offset = update.next_offset
 
     def _activate(self) -> None:
         # Our LeaderChange is committed, and we appended nothing after it: the whole log is
-        # committed, so the image rebuilt from it equals the committed image.
-        image = MetadataImage().apply_all(self.metadata_log.replay())
+        # committed and applied (sync applies before it activates), so the committed image
+        # is the whole state (the log itself may start after a snapshot).
+        image = self.committed_image
         self.active = QuorumController(self.config, self.metadata_log, self.new_topic_id,
                                        image=image)
         self.active_epoch = self.client.epoch
@@ -195,3 +229,44 @@ class RaftQuorumController:
             return
         while self._pending and self._pending[0].wait_offset <= hw:
             self._pending.pop(0)._finish(None)
+
+    # -- snapshots (KIP-630) ----------------------------------------------------------------
+    def _load_snapshot(self, snapshot: Snapshot) -> None:
+        sid = snapshot.snapshot_id
+        self.committed_image = decode_snapshot(
+            snapshot.payload, sid.offset,
+            f"snapshot {sid.offset}-{sid.epoch} of controller {self.config.node_id}")
+        self._bytes_since_snapshot = 0
+        self.snapshots_loaded += 1
+        log.info("controller %d loaded the metadata snapshot at offset %d (epoch %d, %d bytes)",
+                 self.config.node_id, sid.offset, sid.epoch, len(snapshot.payload))
+
+    def _maybe_snapshot(self, now_ms: int) -> None:
+        if self._last_snapshot_ms is None:
+            self._last_snapshot_ms = now_ms
+        if self._bytes_since_snapshot <= 0 or self._next_offset <= self.client.log.start_offset:
+            return
+        cfg = self.config
+        by_time = cfg.snapshot_max_interval_ms > 0 and \
+            now_ms - self._last_snapshot_ms >= cfg.snapshot_max_interval_ms
+        if by_time or self._bytes_since_snapshot >= cfg.snapshot_max_new_record_bytes:
+            self.create_snapshot(now_ms)
+
+    def create_snapshot(self, now_ms: int) -> Snapshot:
+        """Snapshot the committed image at the committed position; the log starts there."""
+        end = self._next_offset
+        snapshot = self.client.create_snapshot(end, encode_snapshot(self.committed_image))
+        self._bytes_since_snapshot = 0
+        self._last_snapshot_ms = now_ms
+        self.snapshots_created += 1
+        log.info("controller %d wrote the metadata snapshot at offset %d (epoch %d, %d bytes)",
+                 self.config.node_id, end, snapshot.snapshot_id.epoch, len(snapshot.payload))
+        return snapshot
+
+    def _snapshot_state(self) -> dict[str, Any] | None:
+        latest = self.client.log.latest_snapshot()
+        if latest is None:
+            return None
+        return {"end_offset": latest.snapshot_id.offset, "epoch": latest.snapshot_id.epoch,
+                "bytes": len(latest.payload), "created": self.snapshots_created,
+                "loaded": self.snapshots_loaded}

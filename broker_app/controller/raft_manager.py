@@ -12,7 +12,8 @@ its KafkaNetworkChannel), behind `--controller-quorum-voters`.
   timers (request_timeout_ms).
 - Inbound requests (Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot, Fetch v18 from a
   voter) are handed to Raft with a local correlation id; the listener awaits the matching
-  response (a parked Fetch answers later, from a poll).
+  response (a parked Fetch answers later, from a poll). A broker's FetchSnapshot is answered
+  here from the latest snapshot (`_observer_snapshot`).
 - Every time the high watermark may have moved, `on_commit` is called (the server wakes the
   brokers' parked metadata fetches).
 
@@ -32,7 +33,14 @@ from broker_app.aio import cancel_and_wait
 from broker_app.protocol.apis import VersionRange
 from broker_app.protocol.codec import Request
 from broker_app.raft.kio_codec import from_kio, to_kio
-from broker_app.raft.messages import Envelope, FetchRequest, Message
+from broker_app.raft.messages import (
+    Envelope,
+    Errors,
+    FetchRequest,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+)
 from broker_app.server.network_client import ClientError, KafkaClient
 
 from .raft_controller import RaftQuorumController
@@ -160,10 +168,23 @@ class RaftManager:
         self.wakeup()
 
     # -- inbound ----------------------------------------------------------------------------
+    def _observer_snapshot(self, req: FetchSnapshotRequest) -> FetchSnapshotResponse:
+        """A broker's FetchSnapshot (its metadata fetch offset was below our log start): our
+        latest snapshot, if it is the one asked for. Deviation: Kafka answers FetchSnapshot
+        only on the leader (brokers are Raft observers there); brokers here fetch metadata
+        from any controller's committed log, and a snapshot holds only committed data."""
+        c = self.raft.client
+        snapshot = c.log.latest_snapshot()
+        if snapshot is None or snapshot.snapshot_id != req.snapshot_id:
+            return FetchSnapshotResponse(c.epoch, c.leader_id, Errors.SNAPSHOT_NOT_FOUND)
+        return FetchSnapshotResponse(c.epoch, c.leader_id, snapshot=snapshot)
+
     async def handle_request(self, request: Request) -> Any:
         """A Raft request from a peer -> its kio response entity (None: no answer, close)."""
         body = from_kio(request.body)
         src = _sender_id(body)
+        if isinstance(body, FetchSnapshotRequest) and src not in self.voters:
+            return to_kio(self._observer_snapshot(body))
         if src not in self.voters and not isinstance(body, FetchRequest):
             raise ValueError(f"{type(body).__name__} from {src}, not a voter")
         self._next_inbound += 1

@@ -14,17 +14,23 @@ Same contract as metadata_log.py's MetadataLog, with Raft's differences:
   uncommitted record never reaches a broker). Control batches are left out; a broker sees an
   offset gap there, as after compaction.
 
-Not done: snapshots (KIP-630) of the MetadataImage; a log whose start offset is above 0
-(it has been snapshotted) is refused by replay() rather than replayed half.
+- Snapshots (KIP-630): once a controller snapshotted its committed image the log starts at
+  the snapshot's end offset (`log_start_offset`); `latest_snapshot()` is what a broker whose
+  fetch offset is below it must load first (ControllerApis answers its Fetch with the
+  SnapshotId), `read()` below the log start raises OffsetOutOfRangeError, and `replay()`
+  refuses such a log (the image is the snapshot's plus the records after it, which
+  RaftQuorumController keeps as its committed image).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from broker_app.metadata.image import MetadataImage
 from broker_app.metadata.records import MetadataRecord, decode_record, encode_record
-from broker_app.raft import KafkaRaftClient, NotLeaderError
+from broker_app.raft import KafkaRaftClient, NotLeaderError, Snapshot
 from broker_app.storage import build_batch
+from broker_app.storage.errors import OffsetOutOfRangeError
 
 from .errors import ControllerError, Errors
 
@@ -59,6 +65,9 @@ class RaftMetadataLog:
     def epoch(self) -> int:
         return self.client.epoch
 
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.client.log.latest_snapshot()
+
     def append(self, records: Sequence[MetadataRecord]) -> int:
         try:
             return self.client.append([encode_record(r) for r in records])
@@ -80,15 +89,25 @@ class RaftMetadataLog:
                         yield off, b.epoch, value
                 offset = b.next_offset
 
+    def snapshot_image(self) -> MetadataImage:
+        """Not used: RaftQuorumController keeps the committed image itself (replay refuses a
+        log that starts after a snapshot)."""
+        return MetadataImage()
+
     def replay(self) -> Iterator[tuple[int, MetadataRecord]]:
-        if self.client.log.start_offset > 0:
-            raise NotImplementedError("metadata snapshots are not supported yet (issue 13)")
+        start = self.client.log.start_offset
+        if start > 0:
+            raise ValueError(f"the Raft metadata log starts at {start} after a snapshot: "
+                             f"load the snapshot first (RaftQuorumController.committed_image)")
         for off, _epoch, value in self._records(0, self.end_offset):
             yield off, decode_record(value, f"offset {off} of the Raft metadata log")
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Committed metadata records from `offset` as v2 record batches (one per Raft
         batch), at most about max_bytes (always at least one batch if there is one)."""
+        if offset < self.log_start_offset:
+            raise OffsetOutOfRangeError(f"metadata fetch offset {offset} is below the log start "
+                                        f"{self.log_start_offset} (a snapshot holds it)")
         out = bytearray()
         run: list[tuple[int, int, bytes]] = []
 

@@ -10,9 +10,12 @@
 - Timer: `QuorumController.tick(now_ms)` every `tick_interval_ms` (session expiry, leaderless
   partitions, automatic rebalance). now_ms is time.monotonic() in ms: sessions are durations.
 - Admin HTTP on --admin-port: `GET /state` returns {"node_id", "metadata_offset",
-  "controller_epoch", "session_timeout_ms", "ms_since_heartbeat": {broker: ms},
-  "image": MetadataImage.to_json()}; `GET /health` returns {"ok": true}.
-  Anything else is 404; a malformed request gets 400.
+  "metadata_digest" (MetadataImage.digest), "controller_epoch", "session_timeout_ms",
+  "ms_since_heartbeat": {broker: ms}, "image": MetadataImage.to_json()};
+  `GET /health` returns {"ok": true}. Anything else is 404; a malformed request gets 400.
+- Snapshots (single controller): after an operation appended records, `_maybe_snapshot`
+  writes the image (FileMetadataLog.create_snapshot) once the size or interval trigger of
+  ControllerConfig is due; brokers below the new log start FetchSnapshot it (ControllerApis).
 - Quorum mode (`quorum`, --controller-quorum-voters): Vote/BeginQuorumEpoch/EndQuorumEpoch/
   FetchSnapshot/Fetch v18 go to the RaftManager; any other answer is held until the Raft
   high watermark passes what it depends on, and becomes NOT_CONTROLLER if this controller
@@ -95,6 +98,7 @@ class ControllerServer:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._appended = asyncio.Event()
+        self._last_snapshot_ms: int | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -127,8 +131,29 @@ class ControllerServer:
 
     def _notify_if_appended(self, offset_before: int) -> None:
         if self.metadata_log.end_offset != offset_before:
+            self._maybe_snapshot()
             self._appended.set()
             self._appended = asyncio.Event()
+
+    def _maybe_snapshot(self) -> None:
+        """Single controller: snapshot the image at the log end (KIP-630, the quorum's
+        triggers: snapshot_max_new_record_bytes, or snapshot_max_interval_ms with any new
+        record; the interval is checked when something was appended). In quorum mode
+        RaftQuorumController snapshots."""
+        mlog = self.metadata_log
+        if self.quorum is not None or mlog.bytes_since_snapshot <= 0:
+            return
+        cfg = self.controller.config
+        now = monotonic_ms()
+        if self._last_snapshot_ms is None:
+            self._last_snapshot_ms = now
+        by_time = cfg.snapshot_max_interval_ms > 0 and \
+            now - self._last_snapshot_ms >= cfg.snapshot_max_interval_ms
+        if by_time or mlog.bytes_since_snapshot >= cfg.snapshot_max_new_record_bytes:
+            snapshot = mlog.create_snapshot(self.controller.image)
+            self._last_snapshot_ms = now
+            log.info("metadata snapshot at offset %d (%d bytes); the log starts there",
+                     snapshot.snapshot_id.offset, len(snapshot.payload))
 
     async def _tick_loop(self) -> None:
         while True:
@@ -258,6 +283,7 @@ class ControllerServer:
         return {
             "node_id": self.controller.config.node_id,
             "metadata_offset": self.controller.image.offset,
+            "metadata_digest": self.controller.image.digest(),
             "controller_epoch": self.metadata_log.epoch,
             "session_timeout_ms": self.controller.config.session_timeout_ms,
             "ms_since_heartbeat": {

@@ -22,6 +22,8 @@ Contract:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -187,6 +189,16 @@ class MetadataImage:
                 for t in sorted(self.topics.values(), key=lambda t: t.name)
             },
         }
+
+    def digest(self) -> str:
+        """A hash of the image's content without its offset (sha256 of its canonical JSON):
+        two nodes whose images agree have the same digest, whatever offset each applied up
+        to (a snapshot's image ends at the snapshot's end offset - 1, a replayed one at its
+        last metadata record). The metadata-divergence check compares these."""
+        content = self.to_json()
+        del content["offset"]
+        canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     # --- replay ------------------------------------------------------------------------
 

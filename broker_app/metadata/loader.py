@@ -8,6 +8,12 @@ re-fetch after a retry), decodes and applies the rest in one step, and returns t
 MetadataDelta between the old and new image (delta.local_changes(node_id) says what to lead,
 follow or delete). A malformed record raises MetadataRecordError naming its offset and leaves
 the image unchanged; the broker logs it and keeps serving the image it has.
+
+`load_snapshot(payload, end_offset)` replaces the image with a snapshot's (KIP-630: the broker's
+fetch offset was below the controller's log start, the Fetch answer named a SnapshotId and the
+broker fetched it with FetchSnapshot) and returns the delta from the old image, so replicas
+the snapshot no longer lists are deleted and changed ones re-led as after any fetch. A
+snapshot that ends at or below next_offset is ignored (an empty delta): it holds nothing new.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from broker_app.storage.records import decode_records
 
 from .image import MetadataDelta, MetadataImage
 from .records import MetadataRecord, MetadataRecordError, decode_record
+from .snapshot import decode_snapshot
 
 
 class MetadataLoader:
@@ -45,4 +52,11 @@ class MetadataLoader:
             raise MetadataRecordError(f"metadata log batch from offset {start}: {e}") from e
         old = self.image
         self.image = old.apply_all(decoded)
+        return MetadataDelta(old, self.image)
+
+    def load_snapshot(self, payload: bytes | memoryview, end_offset: int) -> MetadataDelta:
+        old = self.image
+        if end_offset <= self.next_offset:
+            return MetadataDelta(old, old)
+        self.image = decode_snapshot(payload, end_offset, f"snapshot at offset {end_offset}")
         return MetadataDelta(old, self.image)

@@ -39,6 +39,35 @@ def _snapshot_name(sid: OffsetAndEpoch) -> str:
     return f"{sid.offset:020d}-{sid.epoch:010d}{SNAPSHOT_SUFFIX}"
 
 
+def write_snapshot_file(directory: Path, snapshot: Snapshot) -> None:
+    """`<end offset>-<epoch>.checkpoint` in directory: temporary file, fsync, rename, fsync the
+    directory; older snapshot files are deleted (also used by the single controller's
+    FileMetadataLog)."""
+    path = directory / _snapshot_name(snapshot.snapshot_id)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(snapshot.payload)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    for old in directory.glob(f"*{SNAPSHOT_SUFFIX}"):
+        if old != path:
+            old.unlink(missing_ok=True)
+    fsync_dir(directory)
+
+
+def read_latest_snapshot(directory: Path) -> Snapshot | None:
+    found: list[tuple[OffsetAndEpoch, Path]] = []
+    for p in directory.glob(f"*{SNAPSHOT_SUFFIX}"):
+        offset, _, epoch = p.name[: -len(SNAPSHOT_SUFFIX)].partition("-")
+        if offset.isdigit() and epoch.isdigit():
+            found.append((OffsetAndEpoch(int(offset), int(epoch)), p))
+    if not found:
+        return None
+    sid, path = max(found)
+    return Snapshot(sid, path.read_bytes())
+
+
 class FileReplicatedLog:
     def __init__(self, data_dir: Path, config: LogConfig | None = None) -> None:
         self.dir = Path(data_dir) / METADATA_DIR
@@ -167,29 +196,11 @@ class FileReplicatedLog:
         self.log.truncate_fully_and_start_at(snapshot.snapshot_id.offset)
 
     def _write_snapshot(self, snapshot: Snapshot) -> None:
-        path = self.dir / _snapshot_name(snapshot.snapshot_id)
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(snapshot.payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        for old in self.dir.glob(f"*{SNAPSHOT_SUFFIX}"):
-            if old != path:
-                old.unlink(missing_ok=True)
-        fsync_dir(self.dir)
+        write_snapshot_file(self.dir, snapshot)
         self._snapshot = snapshot
 
     def _load_latest_snapshot(self) -> Snapshot | None:
-        found: list[tuple[OffsetAndEpoch, Path]] = []
-        for p in self.dir.glob(f"*{SNAPSHOT_SUFFIX}"):
-            offset, _, epoch = p.name[: -len(SNAPSHOT_SUFFIX)].partition("-")
-            if offset.isdigit() and epoch.isdigit():
-                found.append((OffsetAndEpoch(int(offset), int(epoch)), p))
-        if not found:
-            return None
-        sid, path = max(found)
-        return Snapshot(sid, path.read_bytes())
+        return read_latest_snapshot(self.dir)
 
     def _drop_prefix(self, start: int) -> None:
         """Move the log start to `start`, keeping the suffix (see the module docstring)."""

@@ -188,7 +188,9 @@ class KafkaRaftClient:
             snapshot = self.log.latest_snapshot()
             next_offset = self.log.start_offset
         hw = self.high_watermark
-        if hw is None or hw <= next_offset:
+        # The log may end below the high watermark (a follower that just loaded a snapshot
+        # older than what it had applied): nothing to read until it fetches past it.
+        if hw is None or min(hw, self.log.end_offset) <= next_offset:
             return CommitUpdate(snapshot, (), next_offset)
         out: list[tuple[int, bytes]] = []
         for batch in self.log.read(next_offset, max_batches):

@@ -6,7 +6,9 @@
   offset, faster while fenced; STALE_BROKER_EPOCH / BROKER_ID_NOT_REGISTERED → register
   again); this module only sends them and sleeps until the next is due;
 - long-polls Fetch of `__cluster_metadata-0`, applies the records with MetadataLoader and turns
-  `delta.local_changes(node_id)` into ReplicaManager.apply_partition / stop_replica;
+  `delta.local_changes(node_id)` into ReplicaManager.apply_partition / stop_replica; when the
+  answer names a SnapshotId (our offset is below a quorum controller's log start, KIP-630) it
+  fetches that snapshot (FetchSnapshot) and loads it in place of the image;
 - sends the ISR changes the leaders propose (AlterPartition v2, topic ids from the image) as
   ReplicaManager's AlterPartitionManager schedules them, retried with backoff when lost, and
   hands the answers back to ReplicaManager;
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import uuid
 from collections.abc import Callable
@@ -38,10 +41,13 @@ from broker_app.aio import cancel_and_wait
 from broker_app.config import BrokerConfig
 from broker_app.controller.broker_lifecycle import BrokerLifecycle
 from broker_app.metadata import METADATA_PARTITION, METADATA_TOPIC, MetadataLoader
-from broker_app.metadata.image import MetadataImage
+from broker_app.metadata.image import MetadataDelta, MetadataImage
 from broker_app.metadata.records import MetadataRecordError
 from broker_app.protocol.entities import build
 from broker_app.protocol.error_codes import Errors
+from broker_app.raft.kio_codec import from_kio, to_kio
+from broker_app.raft.log import OffsetAndEpoch
+from broker_app.raft.messages import FetchSnapshotRequest, FetchSnapshotResponse
 from broker_app.replication.alter_partition_manager import (
     build_alter_partition,
     parse_alter_partition,
@@ -231,17 +237,40 @@ class ClusterLink:
                 part = resp.responses[0].partitions[0]
                 if part.error_code.value != Errors.NONE:
                     raise ClientError(f"metadata fetch error {part.error_code}")
-                if part.records:
-                    self._apply(bytes(part.records))
+                if part.snapshot_id.end_offset >= 0:
+                    await self._fetch_snapshot(OffsetAndEpoch(int(part.snapshot_id.end_offset),
+                                                              int(part.snapshot_id.epoch)))
+                elif part.records:
+                    self._apply(functools.partial(self.loader.apply_fetched,
+                                                  bytes(part.records)))
                 attempt = 0
             except (ClientError, IndexError) as e:
                 log.info("metadata fetch failed: %s", e)
                 await asyncio.sleep(self._backoff(attempt))
                 attempt += 1
 
-    def _apply(self, records: bytes) -> None:
+    async def _fetch_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        """KIP-630: our fetch offset is below the controller's log start; load its snapshot
+        (FetchSnapshot, whole, as the controllers send it) in place of our image."""
+        request = to_kio(FetchSnapshotRequest(self.config.node_id, -1, snapshot_id),
+                         self.config.cluster_id)
+        response = await self._meta_client.send(request)
         try:
-            delta = self.loader.apply_fetched(records)
+            body = from_kio(response)
+        except ValueError as e:  # e.g. a chunked answer, which we do not assemble
+            raise ClientError(f"FetchSnapshot {snapshot_id}: {e}") from e
+        if not isinstance(body, FetchSnapshotResponse) or body.snapshot is None \
+                or body.snapshot.snapshot_id != snapshot_id:
+            error = getattr(body, "error", None)
+            raise ClientError(f"FetchSnapshot {snapshot_id} failed: {error}")
+        payload = body.snapshot.payload
+        log.info("loading the metadata snapshot at offset %d (%d bytes)", snapshot_id.offset,
+                 len(payload))
+        self._apply(lambda: self.loader.load_snapshot(payload, snapshot_id.offset))
+
+    def _apply(self, load: Callable[[], MetadataDelta]) -> None:
+        try:
+            delta = load()
         except MetadataRecordError as e:
             log.error("metadata not applied, keeping image at offset %d: %s",
                       self.loader.image.offset, e)  # fmt: skip

@@ -36,6 +36,8 @@ class SimMetadataLog(FileMetadataLog):
         self.dir = None  # type: ignore[assignment]
         self.log = MemoryLog.open(disk, config)  # type: ignore[assignment]
         self.epoch = (self.log.latest_epoch or 0) + 1
+        self._snapshot = None  # the simulated controller never snapshots
+        self.bytes_since_snapshot = 0
 
 
 class SimController:

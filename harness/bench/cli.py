@@ -15,6 +15,8 @@ TARGETS: dict[str, tuple[str, str]] = {
               "idle CPU, SIGTERM, acks=all lost"),
     "fuzz": ("harness.bench.fuzz", "protocol fuzzer: mutated requests beside a good producer"),
     "startup": ("harness.bench.startup", "broker start-up on 10,000 partitions, low fd ulimit"),
+    "snapshot": ("harness.bench.snapshot", "KIP-630 metadata snapshot size, write and load "
+                 "time vs replaying the log (issue 13)"),
     "sim": ("harness.bench.sim", "simulated schedules per minute (3 brokers, random nemesis)"),
 }
 

@@ -151,6 +151,19 @@ def _anomalies(data: RunData) -> str:
             f'<td class="num">{_e(count)}</td><td>{_e(expected.get(name, ""))}</td>'
             f"<td>{by_p}</td><td>{' '.join(examples)}</td></tr>"
         )
+    md = r.get("metadata-divergence")
+    if isinstance(md, dict):  # harness.metadata_check: nodes whose metadata image differs
+        count = md.get("count", 0)
+        by_p = ", ".join(f"{_e(p)}: {_e(n)}" for p, n in (md.get("by_partition") or {}).items())
+        nodes = " ".join(f"[{_e(ex[0])} at {_e(ex[1])}]" for ex in md.get("examples") or []
+                         if isinstance(ex, list) and len(ex) >= 2)
+        unknown = md.get("unknown") or []
+        note = f" not compared: {_e(', '.join(map(str, unknown)))}" if unknown else ""
+        rows.append(
+            f'<tr class="{"found" if count else ""}" id="anomaly-metadata-divergence">'
+            f'<td>metadata-divergence</td><td class="num">{_e(count)}</td><td></td>'
+            f"<td>{by_p}</td><td>{nodes}{note}</td></tr>"
+        )
     stats = r.get("stats") or {}
     stat_cells = "".join(
         f"<tr><th>{_e(k)}</th><td class=\"num\">"

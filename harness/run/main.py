@@ -12,8 +12,11 @@ Contract:
   created with RF, min.insync.replicas and configs; a StatePoller writing states.jsonl; the
   plan's workload (real confluent-kafka clients through the proxies) and the Nemesis from
   workload start; when both are done: heal everything, wait (settle.timeout_s at most) for every
-  partition to have a leader and a full ISR, drain (final reads), Cluster down (which collects
-  logs/ and data/), then check_runs (PySpark) -> results.json and write_report -> report.html.
+  partition to have a leader and a full ISR, drain (final reads), compare every node's metadata
+  image (harness.metadata_check, bounded wait for agreement; run.json `metadata_divergence`),
+  Cluster down (which collects logs/ and data/), then check_runs (PySpark) -> results.json
+  (plus the `metadata-divergence` entry) and write_report -> report.html. Not yet: the
+  metadata divergence does not change the verdict (no expectation names it yet).
 - Exit 0: verdict as-expected; 1: unexpected; 2: the run could not be carried out (plan error,
   docker/cluster error, a `when` step with on_timeout fail timed out, the checker failed); the
   reason is printed and stored in run.json `reason`. Ctrl-C: threads stop, the cluster is removed.
@@ -33,6 +36,8 @@ EXIT_OK, EXIT_UNEXPECTED, EXIT_NOT_CARRIED_OUT = 0, 1, 2
 TOPIC_CREATE_TIMEOUT_S = 90.0
 # Producers run their plan's duration; past this extra time the run stops waiting for them.
 WORKLOAD_GRACE_S = 60.0
+# After the drain, how long the brokers' and controllers' metadata images may take to agree.
+METADATA_AGREEMENT_TIMEOUT_S = 30.0
 
 
 class RunAborted(Exception):
@@ -206,6 +211,7 @@ class Runner:
 
     def _carry_out(self) -> None:
         from harness.client import ProcessIds, drain
+        from harness.metadata_check import wait_for_agreement
         from harness.nemesis import Nemesis
         from harness.run.observed import ObservedCluster
         from harness.run.progress import Progress
@@ -270,7 +276,13 @@ class Runner:
                 result = drain(cluster.bootstrap, history, all_partitions(plan.cluster), ids,
                                timeout_s=plan.drain.timeout_s, idle_s=plan.drain.idle_s)
                 progress.stop()
+                # Issue 13: every node's metadata image must agree once the faults healed.
+                metadata = wait_for_agreement(lambda: cluster.admin_endpoints(refresh=True),
+                                              METADATA_AGREEMENT_TIMEOUT_S)
+                if metadata["count"]:
+                    print(f"highwater run: metadata images differ: {metadata['examples']}")
                 self.run_dir.write_meta(
+                    metadata_divergence=metadata,
                     settled=settle_state is not None, drained=result.drained,
                     drain_failed=result.failed, workload_errors=wl.errors,
                     workload_stats=dict(wl.stats), faults_started=nemesis.faults_started,
@@ -309,12 +321,19 @@ class Runner:
     def _check_and_report(self) -> int:
         from harness.checker.check import check_runs
         from harness.report import write_report
+        from harness.store.results import write_results
 
         print("highwater run: checking the history (PySpark)")
         # The in-memory plan's expectations, as loaded (plan.yaml is the record, not the input).
         [res] = check_runs([self.run_dir.path], expectations=list(self.plan.expected.values()))
         if res.error is not None or res.results is None:
             return self._abort(f"checker: {res.error}")
+        metadata = self.run_dir.meta().get("metadata_divergence")
+        if metadata is not None:  # HISTORY.md: a metadata check reports under its own name
+            res.results["metadata-divergence"] = metadata
+            write_results(self.run_dir.path, res.results)
+            print(f"highwater run: metadata-divergence {metadata['count']} "
+                  f"(nodes not compared: {metadata['unknown'] or 'none'})")
         report = write_report(self.run_dir.path)
         verdict = res.results["verdict"]
         counts = {k: v["count"] for k, v in res.results["anomalies"].items() if v["count"]}

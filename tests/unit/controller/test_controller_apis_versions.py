@@ -84,6 +84,11 @@ def _data(api: int, version: int, topic_id: uuid.UUID, epoch: int) -> dict[str, 
         return {"resources": [{"resource_type": 2, "resource_name": "t", "configs": [
             {"name": "retention.ms", "value": str(1000 + version), "config_operation": 0}]}],
             "validate_only": False}  # fmt: skip
+    if api == K.FETCH_SNAPSHOT:  # no snapshot yet: answered SNAPSHOT_NOT_FOUND
+        return {"cluster_id": None, "replica_id": 1, "max_bytes": 1 << 20, "topics": [{
+            "name": METADATA_TOPIC, "partitions": [{
+                "partition": 0, "current_leader_epoch": -1,
+                "snapshot_id": {"end_offset": 5, "epoch": 1}, "position": 0}]}]}  # fmt: skip
     raise AssertionError(api)
 
 

@@ -4,11 +4,8 @@ leader's uncommitted record never reaches a broker."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from broker_app.controller.config import ControllerConfig
 from broker_app.controller.errors import Errors
 from broker_app.controller.messages import (
     CreateTopicsRequest,
@@ -16,75 +13,16 @@ from broker_app.controller.messages import (
     NewTopic,
     RegisterBrokerRequest,
 )
-from broker_app.controller.raft_controller import RaftQuorumController
 from broker_app.controller.raft_facade import RaftControllerFacade
 from broker_app.controller.raft_metadata_log import NotControllerError
-from broker_app.metadata import MetadataLoader
-from tests.unit.raft.net import Node, SimNetwork
-
-BROKER = 10
-
-
-class ControllerNet(SimNetwork):
-    """SimNetwork whose nodes also run a RaftQuorumController, synced after every event."""
-
-    def __init__(self, seed: int = 0) -> None:
-        self.controllers: dict[int, RaftQuorumController] = {}
-        super().__init__(voters=3, seed=seed)
-        for i, node in self.nodes.items():
-            self.controllers[i] = self._controller(node)
-
-    def _controller(self, node: Node) -> RaftQuorumController:
-        ids = iter(uuid.UUID(int=node.node_id * 1000 + n) for n in range(1, 1000))
-        return RaftQuorumController(ControllerConfig(node_id=node.node_id), node.client,
-                                    lambda: next(ids))
-
-    def check(self, node: Node) -> None:
-        super().check(node)
-        if node.node_id in self.controllers:
-            self.controllers[node.node_id].sync(self.now)
-
-    def restart(self, node_id: int) -> None:
-        super().restart(node_id)
-        self.controllers[node_id] = self._controller(self.nodes[node_id])
-
-    def active(self) -> RaftQuorumController:
-        assert self.run_until(lambda: any(c.is_active for i, c in self.controllers.items()
-                                          if self.nodes[i].alive))
-        live = [c for i, c in self.controllers.items() if self.nodes[i].alive and c.is_active]
-        return max(live, key=lambda c: c.client.epoch)
-
-
-def register(ctl: RaftQuorumController, incarnation: str = "inc-1"):
-    return ctl.submit(lambda c: c.register_broker(
-        RegisterBrokerRequest(BROKER, incarnation, "127.0.0.1", 9092), 0)[0])
-
-
-def create(ctl: RaftQuorumController, name: str):
-    return ctl.submit(lambda c: c.create_topics(
-        CreateTopicsRequest([NewTopic(name, 1, 1)]), 0)[0])
-
-
-def broker_view(ctl: RaftQuorumController) -> MetadataLoader:
-    """What a broker fetching __cluster_metadata-0 from this controller would hold."""
-    loader = MetadataLoader()
-    loader.apply_fetched(ctl.metadata_log.read(0, 1 << 20))
-    return loader
-
-
-def setup_topic(net: ControllerNet, name: str = "t") -> RaftQuorumController:
-    ctl = net.active()
-    reg = register(ctl)
-    assert not reg.done  # appended, not committed yet
-    assert net.run_until(lambda: reg.done)
-    assert reg.error is None and reg.value.error == Errors.NONE
-    hb = ctl.submit(lambda c: c.heartbeat(
-        HeartbeatRequest(BROKER, reg.value.broker_epoch, reg.value.broker_epoch + 1), 0)[0])
-    assert net.run_until(lambda: hb.done) and not hb.value.is_fenced
-    topic = create(ctl, name)
-    assert net.run_until(lambda: topic.done)
-    assert topic.error is None and topic.value.results[0].error == Errors.NONE
-    return ctl
+from tests.unit.raft.controller_net import (
+    BROKER,
+    ControllerNet,
+    broker_view,
+    create,
+    register,
+    setup_topic,
+)
 
 
 def test_answers_wait_for_commit_and_standbys_apply_committed_data() -> None:

@@ -272,3 +272,20 @@ def test_sends_summary_stays_bounded_and_exact() -> None:
     assert width == 2 and sum(v * width for s in series.values() for _, v in s) == 100_000
     shown, total = thin(sends, limit=50)
     assert total == 100_000 and len(shown) <= 50
+
+
+def test_report_shows_the_metadata_divergence_of_results(fixture_run) -> None:
+    from harness.store.results import read_results, write_results
+
+    run_dir, _facts = fixture_run
+    results = read_results(run_dir)
+    assert results is not None
+    results["metadata-divergence"] = {
+        "count": 1, "by_partition": {"t-0": 1}, "examples": [["controller-3001", 41, "ab12"]],
+        "reference": {"node": "controller-3000", "digest": "cd34"}, "unknown": ["broker-3"]}
+    write_results(run_dir, results)
+    html = write_report(run_dir).read_text()
+    row = re.search(r'<tr class="found" id="anomaly-metadata-divergence">(.*?)</tr>', html, re.S)
+    assert row, "metadata-divergence row missing or not highlighted"
+    assert '<td class="num">1</td>' in row.group(1) and "t-0: 1" in row.group(1)
+    assert "controller-3001 at 41" in row.group(1) and "not compared: broker-3" in row.group(1)
