@@ -73,17 +73,20 @@ class _AskedAStandby(Exception):
         self.response = response
 
 
-def answers_not_controller(resp: Any) -> bool:
-    """Whether a controller's response says NOT_CONTROLLER, at its top level or for any entry
-    of its first-level lists (CreateTopics answers per topic) — Kafka's errorCounts() check."""
-    if int(getattr(resp, "error_code", 0)) == Errors.NOT_CONTROLLER:
-        return True
-    for field in dataclasses.fields(resp):
-        value = getattr(resp, field.name)
-        if isinstance(value, tuple | list):
-            for item in value:
-                if int(getattr(item, "error_code", 0)) == Errors.NOT_CONTROLLER:
-                    return True
+def answers_not_controller(entity: Any, depth: int = 0) -> bool:
+    """Whether any error_code in a controller's response (walked a few levels deep: top level,
+    topic and partition results) is NOT_CONTROLLER — Kafka's errorCounts() check."""
+    if depth > 3 or not dataclasses.is_dataclass(entity):
+        return False
+    for f in dataclasses.fields(entity):
+        value = getattr(entity, f.name)
+        if f.name == "error_code" and getattr(value, "value", value) == Errors.NOT_CONTROLLER:
+            return True
+        if isinstance(value, tuple):
+            if any(answers_not_controller(v, depth + 1) for v in value):
+                return True
+        elif dataclasses.is_dataclass(value) and answers_not_controller(value, depth + 1):
+            return True
     return False
 
 

@@ -7,7 +7,7 @@ from kio.index import load_response_schema
 
 from broker_app.protocol.entities import build
 from broker_app.protocol.error_codes import Errors
-from broker_app.server.cluster_link import _names_not_controller
+from broker_app.server.cluster_link import answers_not_controller
 
 
 def create_topics_response(code: Errors) -> object:
@@ -18,12 +18,12 @@ def create_topics_response(code: Errors) -> object:
 
 
 def test_not_controller_in_a_topic_result_is_found() -> None:
-    assert _names_not_controller(create_topics_response(Errors.NOT_CONTROLLER))
-    assert not _names_not_controller(create_topics_response(Errors.NONE))
-    assert not _names_not_controller(create_topics_response(Errors.TOPIC_ALREADY_EXISTS))
+    assert answers_not_controller(create_topics_response(Errors.NOT_CONTROLLER))
+    assert not answers_not_controller(create_topics_response(Errors.NONE))
+    assert not answers_not_controller(create_topics_response(Errors.TOPIC_ALREADY_EXISTS))
 
 
 def test_not_controller_in_a_top_level_error_code_is_found() -> None:
     body = build(load_response_schema(43, 2), {
         "throttle_time": 0, "error_code": Errors.NOT_CONTROLLER, "replica_election_results": []})
-    assert _names_not_controller(body)
+    assert answers_not_controller(body)
