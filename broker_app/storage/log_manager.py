@@ -11,6 +11,11 @@ Contract:
   is that epoch, or -1 when the marker was missing or unreadable (an unclean shutdown); the
   broker registers with it so the controller can tell a crash from a clean stop.
 - Each Log's high watermark is initialised from `replication-offset-checkpoint`.
+- A malformed checkpoint does not stop the broker: it is logged as an error naming the file
+  and line and read as empty, which is the safe direction for each (recovery points: every
+  log recovers from offset 0; high watermarks: each starts at its log start and the leader's
+  fetch responses or the followers' fetches move it up). Deviation: Kafka fails the log dir
+  (its only one: the broker halts), needing an operator to delete the file.
 - `checkpoint_high_watermarks()` / `checkpoint_recovery_points()` rewrite those files
   atomically; `shutdown()` flushes every log, writes both, then writes the marker.
 - Directories marked for deletion by Kafka (`<topic>-<partition>.<uuid>-delete`) are
@@ -21,6 +26,7 @@ Contract:
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 from pathlib import Path
@@ -31,7 +37,7 @@ from .checkpoints import (
     OffsetCheckpointFile,
     fsync_dir,
 )
-from .errors import InvalidTopicError, KafkaStorageError
+from .errors import CheckpointError, InvalidTopicError, KafkaStorageError
 from .log import Log, LogConfig
 from .topic_partition import TopicPartition
 
@@ -39,6 +45,7 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 # Kafka renames a log to "<topic>-<partition>.<uuid>-delete" before removing it.
 _DELETE_DIR = re.compile(r".+-\d+\.[0-9a-f]{32}-delete")
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+_logger = logging.getLogger(__name__)
 
 
 class LogManager:
@@ -77,8 +84,10 @@ class LogManager:
         return mgr
 
     def _load_logs(self) -> None:
-        recovery_points = self.recovery_checkpoint.read()
-        high_watermarks = self.replication_checkpoint.read()
+        recovery_points = _read_or_empty(self.recovery_checkpoint, "every log recovers from 0")
+        high_watermarks = _read_or_empty(
+            self.replication_checkpoint, "each high watermark starts at its log start"
+        )
         for d in sorted(self.log_dir.iterdir()):
             if not d.is_dir():
                 continue
@@ -168,6 +177,14 @@ class LogManager:
         marker.write_text(json.dumps({"version": 0, "broker_epoch": broker_epoch}))
         fsync_dir(self.log_dir)
         self._closed = True
+
+
+def _read_or_empty(checkpoint: OffsetCheckpointFile, fallback: str) -> dict[TopicPartition, int]:
+    try:
+        return checkpoint.read()  # type: ignore[return-value]
+    except CheckpointError as exc:
+        _logger.error("damaged checkpoint, read as empty (%s): %s", fallback, exc)
+        return {}
 
 
 def _read_marker_epoch(marker: Path) -> int:
