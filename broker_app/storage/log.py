@@ -144,6 +144,7 @@ class Log(EpochsAndHighWatermark):
         self.offline_reason: str | None = None
         # What Log.open found damaged and repaired (also logged as errors); for tests and tools.
         self.recovery_problems: list[str] = []
+        self.recovery_cut_data = False  # Log.open cut records off (damage, or a torn tail)
         # Wall clock for the LogValidator's timestamp window (record timestamps are wall time).
         self.wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)
 
@@ -177,6 +178,7 @@ class Log(EpochsAndHighWatermark):
                 idx.unlink(missing_ok=True)  # index without its log: Kafka deletes it too
         segments: list[LogSegment] = []
         problems: list[str] = []
+        lost_data = False  # a segment was cut: records this replica once held are gone
         for i, base in enumerate(bases):
             next_base = bases[i + 1] if i + 1 < len(bases) else None
             may_hold_unflushed = next_base is None or next_base > recovery_point
@@ -191,6 +193,7 @@ class Log(EpochsAndHighWatermark):
                 truncated = seg.recover()
             if seg.recovery_problem:
                 problems.append(seg.recovery_problem)
+                lost_data = True
             segments.append(seg)
             if truncated and next_base is not None:
                 # Everything after a corrupt batch is unreachable: delete later segments.
@@ -218,6 +221,7 @@ class Log(EpochsAndHighWatermark):
             epoch_cache = _epoch_cache_from_batches(epoch_checkpoint, segments)
         log = cls(dir, config, segments, recovery_point, epoch_cache)
         log.recovery_problems = problems
+        log.recovery_cut_data = lost_data
         for problem in problems:
             _logger.error("%s: damaged on disk, repaired at start-up: %s", dir.name, problem)
         log._start_offset = _read_start_offset(dir / LOG_START_OFFSET_FILE)

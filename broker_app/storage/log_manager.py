@@ -9,7 +9,10 @@ Contract:
   from here on is seen as unclean at the next start. The marker holds the broker epoch of the
   process that wrote it (Kafka's CleanShutdownFileHandler, KIP-966): `previous_broker_epoch`
   is that epoch, or -1 when the marker was missing or unreadable (an unclean shutdown); the
-  broker registers with it so the controller can tell a crash from a clean stop.
+  broker registers with it so the controller can tell a crash from a clean stop. A marker
+  cannot vouch for a log that recovery had to cut (damage found at start-up): then the epoch
+  is -1 too, so the controller treats the restart as unclean (KIP-966: not an eligible
+  leader replica with records it no longer has).
 - Each Log's high watermark is initialised from `replication-offset-checkpoint`.
 - A malformed checkpoint does not stop the broker: it is logged as an error naming the file
   and line and read as empty, which is the safe direction for each (recovery points: every
@@ -78,6 +81,11 @@ class LogManager:
         mgr.had_clean_shutdown = marker.exists()
         mgr.previous_broker_epoch = _read_marker_epoch(marker) if mgr.had_clean_shutdown else -1
         mgr._load_logs()
+        cut = sorted(tp.dir_name for tp, lg in mgr._logs.items() if lg.recovery_cut_data)
+        if mgr.had_clean_shutdown and cut:
+            _logger.error("clean shutdown marker ignored for registration: recovery cut data "
+                          "from %s", ", ".join(cut))  # fmt: skip
+            mgr.previous_broker_epoch = -1
         if mgr.had_clean_shutdown:
             marker.unlink()
             fsync_dir(mgr.log_dir)

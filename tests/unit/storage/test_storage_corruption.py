@@ -46,7 +46,7 @@ def _mk(n: int) -> bytes:
 def test_clean_shutdown_still_finds_flipped_bits_in_the_active_segment(tmp_path, caplog):
     mgr = LogManager.open(tmp_path, CFG)
     _fill(mgr, 24)
-    mgr.shutdown()
+    mgr.shutdown(broker_epoch=7)
     active = sorted((tmp_path / "t-0").glob("*.log"))[-1]
     starts = _batch_starts(active)
     assert len(starts) >= 3
@@ -56,6 +56,8 @@ def test_clean_shutdown_still_finds_flipped_bits_in_the_active_segment(tmp_path,
     mgr = LogManager.open(tmp_path, CFG)
     try:
         assert mgr.had_clean_shutdown
+        # KIP-966: the marker cannot vouch for records recovery cut; register as unclean
+        assert mgr.previous_broker_epoch == -1
         log = mgr.get_log(("t", 0))
         assert log.log_end_offset == victim_offset  # cut at the corrupt batch
         assert log.recovery_point == victim_offset
@@ -159,7 +161,7 @@ def test_malformed_offset_checkpoint_is_read_as_empty(tmp_path, caplog, name):
 def test_index_with_a_cut_tail_is_rebuilt_and_logged(tmp_path, caplog):
     mgr = LogManager.open(tmp_path, CFG)
     _fill(mgr, 24)
-    mgr.shutdown()
+    mgr.shutdown(broker_epoch=7)
     first_index = sorted((tmp_path / "t-0").glob("*.index"))[0]
     assert first_index.stat().st_size >= 8
     os.truncate(first_index, first_index.stat().st_size - 3)  # not whole entries any more
@@ -168,6 +170,7 @@ def test_index_with_a_cut_tail_is_rebuilt_and_logged(tmp_path, caplog):
     try:
         log = mgr.get_log(("t", 0))
         assert log.log_end_offset == 48
+        assert mgr.previous_broker_epoch == 7  # no record was lost: still a clean restart
         assert first_index.stat().st_size % 8 == 0
         assert "rebuilt the index" in caplog.text and str(first_index) in caplog.text
     finally:
