@@ -32,6 +32,7 @@ import json
 import logging
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from .checkpoints import (
@@ -54,10 +55,13 @@ _logger = logging.getLogger(__name__)
 class LogManager:
     """The file-backed LogStore (storage.replica_log); build it with `LogManager.open`."""
 
-    def __init__(self, log_dir: Path, config: LogConfig | None = None) -> None:
-        """State only, no file I/O: `open` loads the directory."""
+    def __init__(self, log_dir: Path, config: LogConfig | None = None,
+                 wall_clock_ms: Callable[[], int] | None = None) -> None:  # fmt: skip
+        """State only, no file I/O: `open` loads the directory. `wall_clock_ms` (the broker's
+        clock seam, broker_app/clock.py) is every log's wall clock; None keeps Log's own."""
         self.log_dir = Path(log_dir)
         self.config = config or LogConfig()
+        self.wall_clock_ms = wall_clock_ms
         self.replication_checkpoint = OffsetCheckpointFile(
             self.log_dir / REPLICATION_OFFSET_CHECKPOINT
         )
@@ -73,9 +77,10 @@ class LogManager:
         self._closed = False
 
     @classmethod
-    def open(cls, log_dir: Path, config: LogConfig | None = None) -> LogManager:
+    def open(cls, log_dir: Path, config: LogConfig | None = None,
+             wall_clock_ms: Callable[[], int] | None = None) -> LogManager:  # fmt: skip
         """Open every log in `log_dir` (recovering after an unclean stop)."""
-        mgr = cls(log_dir, config)
+        mgr = cls(log_dir, config, wall_clock_ms)
         mgr.log_dir.mkdir(parents=True, exist_ok=True)
         marker = mgr.log_dir / CLEAN_SHUTDOWN_FILE
         mgr.had_clean_shutdown = marker.exists()
@@ -113,6 +118,7 @@ class LogManager:
                 had_clean_shutdown=self.had_clean_shutdown,
             )
             log.update_high_watermark(high_watermarks.get(tp, log.log_start_offset))
+            self._adopt(log)
             self._logs[tp] = log
         self.checkpointed_high_watermarks = dict(high_watermarks)
 
@@ -134,9 +140,14 @@ class LogManager:
             if partition < 0:
                 raise InvalidTopicError(f"partition {partition} of topic {topic!r} is negative")
             log = Log.open(self.log_dir / tp.dir_name, self.config)
+            self._adopt(log)
             fsync_dir(self.log_dir)
             self._logs[tp] = log
         return log
+
+    def _adopt(self, log: Log) -> None:
+        if self.wall_clock_ms is not None:
+            log.wall_clock_ms = self.wall_clock_ms
 
     def all_logs(self) -> dict[TopicPartition, Log]:
         return dict(self._logs)
