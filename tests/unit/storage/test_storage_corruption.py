@@ -76,6 +76,22 @@ def _refetched(base_offset: int) -> bytes:
     return build_batch([(None, b"again")], base_offset=base_offset, epoch=1, timestamp=1000)
 
 
+def test_a_flipped_base_offset_outside_the_crc_is_cut_too(tmp_path, caplog):
+    mgr = LogManager.open(tmp_path, CFG)
+    _fill(mgr, 24)
+    mgr.shutdown()
+    active = sorted((tmp_path / "t-0").glob("*.log"))[-1]
+    pos, victim_offset = _batch_starts(active)[2]
+    _flip(active, pos + 6, bit=4)  # baseOffset += 4096: the CRC does not cover it
+    mgr = LogManager.open(tmp_path, CFG)
+    try:
+        log = mgr.get_log(("t", 0))
+        assert log.log_end_offset == victim_offset
+        assert f"do not follow offset {victim_offset - 1}" in log.recovery_problems[0]
+    finally:
+        mgr.shutdown()
+
+
 def test_a_corrupt_batch_in_a_trusted_segment_is_never_served(tmp_path, caplog):
     """Below the recovery point nothing is rescanned at start-up; the read path checks the CRC
     of what this process has not checked and takes the log offline instead of serving it."""
