@@ -12,8 +12,9 @@ Contract:
   says the writes reached the disk, not that the disk kept them: bits flipped in a stopped
   broker's active segment would otherwise be served and replicated (found by the
   `corrupt-file` nemesis). One segment per log is bounded by segment.bytes.
-- A malformed leader-epoch-checkpoint is rebuilt from the batches' partitionLeaderEpoch
-  (as Kafka's LogSegment.recover re-assigns epochs); Kafka instead fails the log dir.
+- A malformed leader-epoch-checkpoint, or a missing one beside records, is rebuilt from the
+  batches' partitionLeaderEpoch (as Kafka's LogSegment.recover re-assigns epochs); Kafka
+  fails the log dir on a malformed file and starts a missing one empty.
 - `read` never serves a batch whose CRC fails (LogSegment.read checks what this process has
   not checked yet); on one, the log goes offline (KafkaStorageError, KAFKA_STORAGE_ERROR to
   the fetcher) with an error naming file and offset. Deviation: Kafka serves the bytes and
@@ -215,6 +216,8 @@ class Log(EpochsAndHighWatermark):
             fsync_dir(dir)
         epoch_checkpoint = LeaderEpochCheckpointFile(dir / LEADER_EPOCH_CHECKPOINT)
         try:
+            if not epoch_checkpoint.path.exists() and any(not g.is_empty for g in segments):
+                raise CheckpointError(f"{epoch_checkpoint.path}: missing beside records")
             epoch_cache = LeaderEpochCache(epoch_checkpoint)
         except CheckpointError as exc:
             problems.append(f"{exc}; rebuilt the leader epochs from the batches")

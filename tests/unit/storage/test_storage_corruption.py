@@ -149,6 +149,20 @@ def test_malformed_leader_epoch_checkpoint_is_rebuilt_from_the_batches(tmp_path,
         mgr.shutdown()
 
 
+def test_missing_leader_epoch_checkpoint_beside_records_is_rebuilt(tmp_path, caplog):
+    mgr = LogManager.open(tmp_path, CFG)
+    _fill(mgr, 24, epochs=(1, 2, 3))
+    mgr.shutdown()
+    (tmp_path / "t-0" / "leader-epoch-checkpoint").unlink()
+    mgr = LogManager.open(tmp_path, CFG)
+    try:
+        log = mgr.get_log(("t", 0))
+        assert log.leader_epoch_cache.epoch_entries == [(1, 0), (2, 16), (3, 32)]
+        assert "missing beside records" in caplog.text
+    finally:
+        mgr.shutdown()
+
+
 @pytest.mark.parametrize("name", ["replication-offset-checkpoint",
                                   "recovery-point-offset-checkpoint"])  # fmt: skip
 def test_malformed_offset_checkpoint_is_read_as_empty(tmp_path, caplog, name):
