@@ -1,4 +1,4 @@
-"""AdminServer: a tiny HTTP/1.0 endpoint on --admin-port, read-only.
+"""AdminServer: a tiny HTTP/1.0 endpoint on --admin-port; read-only but for the clock seam.
 
 GET /state → JSON {"broker_id", "broker_epoch", "fenced", "metadata_offset", "metadata_digest"
 (MetadataImage.digest of the broker's image), "controller",
@@ -7,8 +7,12 @@ role, leader, leader_epoch, partition_epoch, replicas, isr, maximal_isr, epoch_c
 remote_replicas...) plus the short names the harness plots: hw, leo, log_start, and
 hw_checkpoint (the HW in the last replication-offset-checkpoint, -1 before the first);
 "event_loop_lag_ms": {"current", "max", "samples"} (broker_app/server/liveness.py).
-GET /health → "ok". Anything else: 404; a malformed request: 400. The harness polls it to wait on
-exact conditions (ISR size, HW = LEO everywhere) and to draw HW/LEO timelines.
+"clock": BrokerClock.describe() ({"offset_ms" now, "skew_ms", "strobe_period_ms"}) when the
+node has the seam.
+GET /health → "ok". POST /clock?offset_ms=N[&strobe_period_ms=P] skews the broker's clock
+(broker_app/clock.py; the harness's `clock` nemesis) and answers the new describe(); 0 resets.
+Anything else: 404; a malformed request: 400. The harness polls it to wait on exact conditions
+(ISR size, HW = LEO everywhere) and to draw HW/LEO timelines.
 """
 
 from __future__ import annotations
@@ -17,16 +21,21 @@ import asyncio
 import contextlib
 import json
 import logging
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
+
+from broker_app.clock import BrokerClock
 
 log = logging.getLogger(__name__)
 
 MAX_REQUEST_BYTES = 8192
+MAX_SKEW_MS = 10 * 365 * 24 * 3600 * 1000  # ten years either way: beyond that is a typo
 
 
 def broker_state(
-    node_id: int, replica_manager: Any, link: Any = None, lag: Any = None
+    node_id: int, replica_manager: Any, link: Any = None, lag: Any = None,
+    clock: BrokerClock | None = None,
 ) -> dict[str, Any]:
     parts = []
     checkpointed = replica_manager.log_manager.checkpointed_high_watermarks
@@ -52,14 +61,17 @@ def broker_state(
         "partitions": parts,
         # liveness.LoopLag: {"current", "max" since start, "samples"}, ms the loop was blocked
         "event_loop_lag_ms": lag.snapshot() if lag is not None else None,
+        "clock": clock.describe() if clock is not None else None,
     }
 
 
 class AdminServer:
-    def __init__(self, host: str, port: int, state: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, host: str, port: int, state: Callable[[], dict[str, Any]],
+                 clock: BrokerClock | None = None) -> None:  # fmt: skip
         self.host = host
         self.port = port
         self.state = state
+        self.clock = clock
         self._server: asyncio.base_events.Server | None = None
 
     async def start(self) -> None:
@@ -78,7 +90,10 @@ class AdminServer:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
             line = head.split(b"\r\n", 1)[0].decode("latin-1").split()
-            if len(line) < 2 or line[0] != "GET":
+            if len(line) >= 2 and line[0] == "POST" and line[1].split("?")[0] == "/clock":
+                status, answer = self.set_clock(line[1])
+                await self._reply(writer, status, answer)
+            elif len(line) < 2 or line[0] != "GET":
                 await self._reply(writer, 400, {"error": f"bad request line {line!r}"})
             elif line[1].split("?")[0] == "/state":
                 await self._reply(writer, 200, self.state())
@@ -95,6 +110,23 @@ class AdminServer:
                 await self._reply(writer, 500, {"error": "internal error"})
         finally:
             writer.close()
+
+    def set_clock(self, target: str) -> tuple[int, Any]:
+        """POST /clock?offset_ms=N[&strobe_period_ms=P] -> (status, JSON answer)."""
+        if self.clock is None:
+            return 404, {"error": "this node has no clock seam"}
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(target).query)
+        try:
+            offset = int(query["offset_ms"][0])
+            period = int(query.get("strobe_period_ms", ["0"])[0])
+        except (KeyError, ValueError):
+            return 400, {"error": f"POST /clock needs integer offset_ms (and strobe_period_ms), "
+                                  f"got {target!r}"}  # fmt: skip
+        if abs(offset) > MAX_SKEW_MS or not 0 <= period <= MAX_SKEW_MS:
+            return 400, {"error": f"offset_ms {offset} or strobe_period_ms {period} out of range"}
+        self.clock.skew(offset, period)
+        log.warning("clock skewed by %d ms (strobe period %d ms)", offset, period)
+        return 200, self.clock.describe()
 
     @staticmethod
     async def _reply(writer: asyncio.StreamWriter, status: int, data: Any) -> None:

@@ -21,10 +21,10 @@ offered (kio ships them, the batched forms are not implemented).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from broker_app.clock import BrokerClock
 from broker_app.coordinator.group_coordinator import (
     GroupCoordinator,
     GroupCoordinatorConfig,
@@ -78,13 +78,12 @@ def _nullable_protocol_name_from_v7(data: dict) -> dict:
     return {**data, "protocol_name": data["protocol_name"] or ""}
 
 
-def now_ms() -> int:
-    return int(time.monotonic() * 1000)
-
-
 class GroupApis:
-    def __init__(self, config: BrokerConfig, replica_manager: ReplicaManager) -> None:
+    def __init__(self, config: BrokerConfig, replica_manager: ReplicaManager,
+                 clock: BrokerClock | None = None) -> None:  # fmt: skip
         self.config = config
+        # Session and rebalance timeouts read clock.monotonic_ms, commit times clock.wall_ms.
+        self.clock = clock or BrokerClock()
         self.replica_manager = replica_manager
         self.coordinator = GroupCoordinator(
             GroupCoordinatorConfig(
@@ -106,7 +105,7 @@ class GroupApis:
     # -- leadership and timers -------------------------------------------------------------
 
     def tick(self, now: int | None = None) -> None:
-        now = now_ms() if now is None else now
+        now = self.clock.monotonic_ms() if now is None else now
         self.sync_leadership(now)
         self.coordinator.tick(now)
 
@@ -211,7 +210,7 @@ class GroupApis:
         session = ms(b.session_timeout)
         rebalance = ms(getattr(b, "rebalance_timeout", b.session_timeout))  # v0: the session's
         return self._deferred(request, lambda respond: self.coordinator.join_group(
-            now_ms(), respond, group_id=b.group_id, member_id=b.member_id,
+            self.clock.monotonic_ms(), respond, group_id=b.group_id, member_id=b.member_id,
             group_instance_id=getattr(b, "group_instance_id", None),
             client_id=request.client_id or "", client_host=CLIENT_HOST,
             session_timeout_ms=session, rebalance_timeout_ms=rebalance,
@@ -226,14 +225,14 @@ class GroupApis:
         for a in b.assignments:
             assignments[a.member_id] = bytes(a.assignment)
         return self._deferred(request, lambda respond: self.coordinator.sync_group(
-            now_ms(), respond, group_id=b.group_id, generation_id=b.generation_id,
+            self.clock.monotonic_ms(), respond, group_id=b.group_id, generation_id=b.generation_id,
             member_id=b.member_id, protocol_type=getattr(b, "protocol_type", None),
             protocol_name=getattr(b, "protocol_name", None), assignments=assignments,
         ))  # fmt: skip
 
     def handle_heartbeat(self, request: Request) -> Any:
         b = request.body
-        err = self.coordinator.heartbeat(now_ms(), group_id=b.group_id,
+        err = self.coordinator.heartbeat(self.clock.monotonic_ms(), group_id=b.group_id,
                                          generation_id=b.generation_id, member_id=b.member_id)
         return self._respond(request, {"throttle_time": 0, "error_code": err})
 
@@ -244,7 +243,7 @@ class GroupApis:
         else:
             ids = [m.member_id for m in b.members]
             instances = [m.group_instance_id for m in b.members]
-        top, per = self.coordinator.leave_group(now_ms(), b.group_id, ids)
+        top, per = self.coordinator.leave_group(self.clock.monotonic_ms(), b.group_id, ids)
         if request.api_version < 3 and top == Errors.NONE:
             top = per[0]
         members = [{"member_id": i, "group_instance_id": g, "error_code": e}
@@ -261,7 +260,7 @@ class GroupApis:
 
     def handle_offset_commit(self, request: Request) -> Any:
         b = request.body
-        now = int(time.time() * 1000)
+        now = self.clock.wall_ms()
         rejected: dict[tuple[str, int], int] = {}
         offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         order: list[tuple[str, int]] = []
@@ -293,7 +292,8 @@ class GroupApis:
         if not b.group_id:
             return self._respond(request, shape(dict.fromkeys(order, Errors.INVALID_GROUP_ID)))
         return self._deferred(request, lambda respond: self.coordinator.commit_offsets(
-            now_ms(), respond, group_id=b.group_id, generation_id=b.generation_id_or_member_epoch,
+            self.clock.monotonic_ms(), respond, group_id=b.group_id,
+            generation_id=b.generation_id_or_member_epoch,
             member_id=b.member_id, offsets=offsets,
         ), shape)  # fmt: skip
 
@@ -372,5 +372,5 @@ class GroupApis:
         if not names:
             return self._respond(request, {"throttle_time": 0, "results": []})
         for gid in dict.fromkeys(names):
-            self.coordinator.delete_group(now_ms(), gid, one(gid))
+            self.coordinator.delete_group(self.clock.monotonic_ms(), gid, one(gid))
         return deferred.value if deferred.done else deferred

@@ -204,8 +204,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
+    from broker_app.clock import BrokerClock
     from broker_app.coordinator.producer_ids import ProducerIdManager
-    from broker_app.replication.replica_manager import ReplicaManager, monotonic_ms
+    from broker_app.replication.replica_manager import ReplicaManager
     from broker_app.server.group_apis import GroupApis
     from broker_app.server.kafka_apis import KafkaApis
     from broker_app.server.topic_store import TopicStore
@@ -213,6 +214,7 @@ def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
     from broker_app.storage.log_manager import LogManager
 
     config.data_dir.mkdir(parents=True, exist_ok=True)
+    clock = BrokerClock()  # the one seam the `clock` nemesis skews (admin POST /clock)
     log_manager = LogManager.open(
         config.data_dir,
         LogConfig(
@@ -221,10 +223,12 @@ def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
             flush_every_batch=config.flush_every_batch or config.flush == "every-batch",
             defer_roll_flush=True,  # server/log_flusher.py runs it off the event loop
         ),
+        wall_clock_ms=clock.wall_ms,
     )
     replica_manager = ReplicaManager(
         config.node_id, log_manager, config.behaviour, config.replica_lag_time_max_ms,
-        clock=monotonic_ms, retention_check_interval_ms=config.log_retention_check_interval_ms,
+        clock=clock.monotonic_ms,
+        retention_check_interval_ms=config.log_retention_check_interval_ms,
     )  # fmt: skip
     cluster = None
     if config.clustered:
@@ -235,7 +239,7 @@ def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
         config,
         replica_manager,
         TopicStore(config.data_dir),
-        GroupApis(config, replica_manager),
+        GroupApis(config, replica_manager, clock),
         ProducerIdManager(config.data_dir),
         cluster=cluster,
     )
@@ -329,9 +333,11 @@ async def serve(config: BrokerConfig) -> None:
     if config.admin_port is not None:
         from broker_app.admin.server import AdminServer, broker_state
 
+        clock = apis.groups.clock
         admin = AdminServer(
-            config.host, config.admin_port, lambda: broker_state(config.node_id, rm, link, lag)
-        )
+            config.host, config.admin_port,
+            lambda: broker_state(config.node_id, rm, link, lag, clock), clock,
+        )  # fmt: skip
         await admin.start()
         print(f"highwater broker {config.node_id} admin on {config.host}:{admin.port}", flush=True)
     async def stop_everything() -> None:

@@ -4,7 +4,21 @@ Contract:
 - `Log.open(dir, config, recovery_point)` loads segments; every segment that may hold data
   at or after the recovery point is re-validated (`LogSegment.recover`), a torn or corrupt
   tail is cut and all later segments are deleted; the epoch cache is truncated to the LEO
-  and the producer state is rebuilt by scanning the log.
+  and the producer state is rebuilt by scanning the log. Each cut and each rebuilt index is
+  logged as an error naming file, position and offset (`recovery_problems` keeps them).
+- After a clean shutdown the active (last) segment is re-validated too. Deviation: Kafka's
+  LogLoader skips recovery entirely when the clean-shutdown marker exists, because reading
+  the last segment of every log is costly at start-up (KAFKA-4380, PR #2104). The marker
+  says the writes reached the disk, not that the disk kept them: bits flipped in a stopped
+  broker's active segment would otherwise be served and replicated (found by the
+  `corrupt-file` nemesis). One segment per log is bounded by segment.bytes.
+- A malformed leader-epoch-checkpoint, or a missing one beside records, is rebuilt from the
+  batches' partitionLeaderEpoch (as Kafka's LogSegment.recover re-assigns epochs); Kafka
+  fails the log dir on a malformed file and starts a missing one empty.
+- `read` never serves a batch whose CRC fails (LogSegment.read checks what this process has
+  not checked yet); on one, the log goes offline (KafkaStorageError, KAFKA_STORAGE_ERROR to
+  the fetcher) with an error naming file and offset. Deviation: Kafka serves the bytes and
+  relies on the consumer's check.crcs; it takes a log dir offline only on I/O errors.
 - `append_as_leader` validates every batch first (nothing is written if one is bad), assigns
   offsets from the LEO, stamps the leader epoch, checks idempotent producers; a retried
   duplicate returns the original offsets with `duplicate=True` and writes nothing.
@@ -25,6 +39,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import logging
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -40,7 +55,7 @@ from .checkpoints import (
     write_atomically,
 )
 from .epoch_cache import LeaderEpochCache
-from .errors import KafkaStorageError
+from .errors import CheckpointError, CorruptRecordError, KafkaStorageError
 from .log_validator import DEFAULT_TIMESTAMP_AFTER_MAX_MS, DEFAULT_TIMESTAMP_BEFORE_MAX_MS
 from .producer_state import ProducerStateManager
 from .records import DEFAULT_MAX_DECOMPRESSED_BYTES, BatchHeader, decode_records
@@ -60,6 +75,7 @@ LOG_START_OFFSET_FILE = "log-start-offset"  # this log's start, when above its f
 
 __all__ = ["Log", "LogAppendInfo", "LogConfig", "TimestampAndOffset", "TopicPartition"]
 
+_logger = logging.getLogger(__name__)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -127,6 +143,9 @@ class Log(EpochsAndHighWatermark):
         # Set on the first I/O error: like Kafka taking the log dir offline, the log refuses
         # further work until the broker restarts and recovers it.
         self.offline_reason: str | None = None
+        # What Log.open found damaged and repaired (also logged as errors); for tests and tools.
+        self.recovery_problems: list[str] = []
+        self.recovery_cut_data = False  # Log.open cut records off (damage, or a torn tail)
         # Wall clock for the LogValidator's timestamp window (record timestamps are wall time).
         self.wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)
 
@@ -143,7 +162,8 @@ class Log(EpochsAndHighWatermark):
     ) -> Log:
         """Load (or create) the log in `dir`, recovering everything after `recovery_point`.
 
-        With `had_clean_shutdown` no segment is re-validated (indexes are still checked).
+        With `had_clean_shutdown` only the active segment is re-validated (indexes are still
+        checked): see the module docstring for why this differs from Kafka.
         """
         config = config or LogConfig()
         dir = Path(dir)
@@ -158,21 +178,30 @@ class Log(EpochsAndHighWatermark):
             if idx.stem not in log_names:
                 idx.unlink(missing_ok=True)  # index without its log: Kafka deletes it too
         segments: list[LogSegment] = []
+        problems: list[str] = []
+        lost_data = False  # a segment was cut: records this replica once held are gone
         for i, base in enumerate(bases):
             next_base = bases[i + 1] if i + 1 < len(bases) else None
             may_hold_unflushed = next_base is None or next_base > recovery_point
-            if had_clean_shutdown or not may_hold_unflushed:
+            if next_base is not None and (had_clean_shutdown or not may_hold_unflushed):
                 # Trusted, but a file that does not frame cleanly is recovered anyway.
                 seg = LogSegment.open(dir, base, config.index_interval_bytes)
                 truncated = seg.truncated_on_open
+                if seg.index_problem and not truncated:
+                    problems.append(f"rebuilt the index: {seg.index_problem}")
             else:
                 seg = LogSegment(dir, base, config.index_interval_bytes)
                 truncated = seg.recover()
+            if seg.recovery_problem:
+                problems.append(seg.recovery_problem)
+                lost_data = True
             segments.append(seg)
             if truncated and next_base is not None:
                 # Everything after a corrupt batch is unreachable: delete later segments.
                 for later in bases[i + 1 :]:
                     LogSegment(dir, later, config.index_interval_bytes).delete()
+                problems.append(f"deleted the segments from offset {next_base} on (they "
+                                f"follow the cut)")  # fmt: skip
                 break
         # An empty last segment beyond a truncated predecessor would leave a hole in the
         # offsets (a crash right after a roll, then a torn tail): drop it.
@@ -185,8 +214,19 @@ class Log(EpochsAndHighWatermark):
         if not segments:
             segments.append(LogSegment(dir, 0, config.index_interval_bytes))
             fsync_dir(dir)
-        epoch_cache = LeaderEpochCache(LeaderEpochCheckpointFile(dir / LEADER_EPOCH_CHECKPOINT))
+        epoch_checkpoint = LeaderEpochCheckpointFile(dir / LEADER_EPOCH_CHECKPOINT)
+        try:
+            if not epoch_checkpoint.path.exists() and any(not g.is_empty for g in segments):
+                raise CheckpointError(f"{epoch_checkpoint.path}: missing beside records")
+            epoch_cache = LeaderEpochCache(epoch_checkpoint)
+        except CheckpointError as exc:
+            problems.append(f"{exc}; rebuilt the leader epochs from the batches")
+            epoch_cache = _epoch_cache_from_batches(epoch_checkpoint, segments)
         log = cls(dir, config, segments, recovery_point, epoch_cache)
+        log.recovery_problems = problems
+        log.recovery_cut_data = lost_data
+        for problem in problems:
+            _logger.error("%s: damaged on disk, repaired at start-up: %s", dir.name, problem)
         log._start_offset = _read_start_offset(dir / LOG_START_OFFSET_FILE)
         log.high_watermark = log.log_start_offset
         if had_clean_shutdown:
@@ -338,7 +378,15 @@ class Log(EpochsAndHighWatermark):
         for seg in self._segments[max(i, 0) :]:
             if start_offset >= seg.next_offset:
                 continue  # offset falls in a gap after this segment's last batch
-            return seg.read(start_offset, max_bytes, max_offset, min_one_batch)
+            try:
+                return seg.read(start_offset, max_bytes, max_offset, min_one_batch)
+            except CorruptRecordError as exc:
+                # Never serve it: the log goes offline (Kafka's answer to a failed log dir)
+                # and the restart recovers from the recovery point.
+                self.offline_reason = f"read: {exc}"
+                _logger.error("%s: refusing to serve offset %d, the log is now offline: %s",
+                          self.dir.name, start_offset, exc)  # fmt: skip
+                raise KafkaStorageError(f"corrupt data in {self.dir.name}: {exc}") from exc
         return b""
 
     def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, memoryview]]:
@@ -482,6 +530,22 @@ class Log(EpochsAndHighWatermark):
             f"Log({self.dir.name}, start={self.log_start_offset}, leo={self.log_end_offset}, "
             f"hw={self.high_watermark}, segments={len(self._segments)})"
         )
+
+
+def _epoch_cache_from_batches(
+    checkpoint: LeaderEpochCheckpointFile, segments: list[LogSegment]
+) -> LeaderEpochCache:
+    """The epoch cache as the batches' partitionLeaderEpoch fields tell it (each epoch starts
+    at its first batch), written back to `checkpoint` in place of the malformed file."""
+    entries: list[tuple[int, int]] = []
+    for seg in segments:
+        for h in seg.headers():
+            if h.partition_leader_epoch >= 0 and (
+                not entries or h.partition_leader_epoch > entries[-1][0]
+            ):
+                entries.append((h.partition_leader_epoch, h.base_offset))
+    checkpoint.write(entries)
+    return LeaderEpochCache(checkpoint)
 
 
 def _read_start_offset(path: Path) -> int:

@@ -9,8 +9,16 @@ Contract:
   from here on is seen as unclean at the next start. The marker holds the broker epoch of the
   process that wrote it (Kafka's CleanShutdownFileHandler, KIP-966): `previous_broker_epoch`
   is that epoch, or -1 when the marker was missing or unreadable (an unclean shutdown); the
-  broker registers with it so the controller can tell a crash from a clean stop.
+  broker registers with it so the controller can tell a crash from a clean stop. A marker
+  cannot vouch for a log that recovery had to cut (damage found at start-up): then the epoch
+  is -1 too, so the controller treats the restart as unclean (KIP-966: not an eligible
+  leader replica with records it no longer has).
 - Each Log's high watermark is initialised from `replication-offset-checkpoint`.
+- A malformed checkpoint does not stop the broker: it is logged as an error naming the file
+  and line and read as empty, which is the safe direction for each (recovery points: every
+  log recovers from offset 0; high watermarks: each starts at its log start and the leader's
+  fetch responses or the followers' fetches move it up). Deviation: Kafka fails the log dir
+  (its only one: the broker halts), needing an operator to delete the file.
 - `checkpoint_high_watermarks()` / `checkpoint_recovery_points()` rewrite those files
   atomically; `shutdown()` flushes every log, writes both, then writes the marker.
 - Directories marked for deletion by Kafka (`<topic>-<partition>.<uuid>-delete`) are
@@ -21,8 +29,10 @@ Contract:
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from .checkpoints import (
@@ -31,7 +41,7 @@ from .checkpoints import (
     OffsetCheckpointFile,
     fsync_dir,
 )
-from .errors import InvalidTopicError, KafkaStorageError
+from .errors import CheckpointError, InvalidTopicError, KafkaStorageError
 from .log import Log, LogConfig
 from .topic_partition import TopicPartition
 
@@ -39,15 +49,19 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 # Kafka renames a log to "<topic>-<partition>.<uuid>-delete" before removing it.
 _DELETE_DIR = re.compile(r".+-\d+\.[0-9a-f]{32}-delete")
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+_logger = logging.getLogger(__name__)
 
 
 class LogManager:
     """The file-backed LogStore (storage.replica_log); build it with `LogManager.open`."""
 
-    def __init__(self, log_dir: Path, config: LogConfig | None = None) -> None:
-        """State only, no file I/O: `open` loads the directory."""
+    def __init__(self, log_dir: Path, config: LogConfig | None = None,
+                 wall_clock_ms: Callable[[], int] | None = None) -> None:  # fmt: skip
+        """State only, no file I/O: `open` loads the directory. `wall_clock_ms` (the broker's
+        clock seam, broker_app/clock.py) is every log's wall clock; None keeps Log's own."""
         self.log_dir = Path(log_dir)
         self.config = config or LogConfig()
+        self.wall_clock_ms = wall_clock_ms
         self.replication_checkpoint = OffsetCheckpointFile(
             self.log_dir / REPLICATION_OFFSET_CHECKPOINT
         )
@@ -63,22 +77,30 @@ class LogManager:
         self._closed = False
 
     @classmethod
-    def open(cls, log_dir: Path, config: LogConfig | None = None) -> LogManager:
+    def open(cls, log_dir: Path, config: LogConfig | None = None,
+             wall_clock_ms: Callable[[], int] | None = None) -> LogManager:  # fmt: skip
         """Open every log in `log_dir` (recovering after an unclean stop)."""
-        mgr = cls(log_dir, config)
+        mgr = cls(log_dir, config, wall_clock_ms)
         mgr.log_dir.mkdir(parents=True, exist_ok=True)
         marker = mgr.log_dir / CLEAN_SHUTDOWN_FILE
         mgr.had_clean_shutdown = marker.exists()
         mgr.previous_broker_epoch = _read_marker_epoch(marker) if mgr.had_clean_shutdown else -1
         mgr._load_logs()
+        cut = sorted(tp.dir_name for tp, lg in mgr._logs.items() if lg.recovery_cut_data)
+        if mgr.had_clean_shutdown and cut:
+            _logger.error("clean shutdown marker ignored for registration: recovery cut data "
+                          "from %s", ", ".join(cut))  # fmt: skip
+            mgr.previous_broker_epoch = -1
         if mgr.had_clean_shutdown:
             marker.unlink()
             fsync_dir(mgr.log_dir)
         return mgr
 
     def _load_logs(self) -> None:
-        recovery_points = self.recovery_checkpoint.read()
-        high_watermarks = self.replication_checkpoint.read()
+        recovery_points = _read_or_empty(self.recovery_checkpoint, "every log recovers from 0")
+        high_watermarks = _read_or_empty(
+            self.replication_checkpoint, "each high watermark starts at its log start"
+        )
         for d in sorted(self.log_dir.iterdir()):
             if not d.is_dir():
                 continue
@@ -96,6 +118,7 @@ class LogManager:
                 had_clean_shutdown=self.had_clean_shutdown,
             )
             log.update_high_watermark(high_watermarks.get(tp, log.log_start_offset))
+            self._adopt(log)
             self._logs[tp] = log
         self.checkpointed_high_watermarks = dict(high_watermarks)
 
@@ -117,9 +140,14 @@ class LogManager:
             if partition < 0:
                 raise InvalidTopicError(f"partition {partition} of topic {topic!r} is negative")
             log = Log.open(self.log_dir / tp.dir_name, self.config)
+            self._adopt(log)
             fsync_dir(self.log_dir)
             self._logs[tp] = log
         return log
+
+    def _adopt(self, log: Log) -> None:
+        if self.wall_clock_ms is not None:
+            log.wall_clock_ms = self.wall_clock_ms
 
     def all_logs(self) -> dict[TopicPartition, Log]:
         return dict(self._logs)
@@ -168,6 +196,14 @@ class LogManager:
         marker.write_text(json.dumps({"version": 0, "broker_epoch": broker_epoch}))
         fsync_dir(self.log_dir)
         self._closed = True
+
+
+def _read_or_empty(checkpoint: OffsetCheckpointFile, fallback: str) -> dict[TopicPartition, int]:
+    try:
+        return checkpoint.read()  # type: ignore[return-value]
+    except CheckpointError as exc:
+        _logger.error("damaged checkpoint, read as empty (%s): %s", fallback, exc)
+        return {}
 
 
 def _read_marker_epoch(marker: Path) -> int:

@@ -93,7 +93,7 @@ def resume_all(cluster: Any, names: Sequence[str]) -> None:
 
 
 def heal_everything(cluster: Any) -> None:
-    """Network healed, every node running, every disk unstalled."""
+    """Network healed, every node running, every disk unstalled, every skewed clock reset."""
     cluster.net.heal_all()
     nodes = list(cluster.node_names())
     start_all(cluster, nodes)
@@ -101,6 +101,9 @@ def heal_everything(cluster: Any) -> None:
         for n in nodes:
             if n.startswith("broker-"):
                 cluster.disk_unstall(n)
+    reset_clocks = getattr(cluster, "reset_skewed_clocks", None)
+    if reset_clocks is not None:
+        reset_clocks()
 
 
 # ---------------------------------------------------------------------------------- handlers
@@ -228,6 +231,20 @@ class FileHandler(Handler):
         return Fault(names, act, None, notes=done)
 
 
+class ClockHandler(Handler):
+    """The broker's clock seam (broker_app/clock.py) through its admin POST /clock."""
+
+    kind = "clock"
+    undoes = {"clock": "reset the clock"}
+
+    def fault(self, step: Step, targets: tuple[Node, ...], ctx: StepContext) -> Fault:
+        c, p, names = ctx.cluster, step.params, _names(targets)
+        ms, period = int(p["ms"]), int(p.get("strobe_period_ms") or 0)
+        return Fault(names, lambda: [c.skew_clock(n, ms, period) for n in names],
+                     lambda: [c.skew_clock(n, 0) for n in names],
+                     {"ms": ms, "strobe_period_ms": period})
+
+
 class LeadershipHandler(Handler):
     """Admin requests to the cluster through the client proxies."""
 
@@ -255,8 +272,8 @@ class HealHandler(Handler):
 
 
 HANDLERS: dict[str, Handler] = {h.kind: h for h in (
-    NetworkHandler(), ProcessHandler(), DiskHandler(), FileHandler(), LeadershipHandler(),
-    HealHandler())}
+    NetworkHandler(), ProcessHandler(), DiskHandler(), FileHandler(), ClockHandler(),
+    LeadershipHandler(), HealHandler())}
 
 
 def handler_for(action: str) -> Handler:

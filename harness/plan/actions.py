@@ -15,6 +15,12 @@ a reset or limit-data window is hit again, and removing a blackhole closes the c
 it held. `partition` cuts both directions between `target` and `peers`
 (default: every other broker and controller; clients still reach the target — that is what
 lets a cut-off leader keep acknowledging acks=1 writes). `isolate` also cuts clients.
+
+`clock` skews the target broker's own clock seam (broker_app/clock.py, through its admin
+`POST /clock`), not the OS clock: `ms` ahead (behind when negative) for every time the broker
+reads (record timestamps, retention, ISR lag, group session timeouts), alternating with 0
+every `strobe_period_ms` when that is > 0. Without a duration it is a bump that stays until
+heal-all.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ class Param:
 @dataclass(frozen=True)
 class ActionSpec:
     name: str
-    kind: str  # network | process | disk | file | leadership | heal (harness/nemesis/handlers.py)
+    kind: str  # network | process | disk | file | clock | leadership | heal (nemesis/handlers.py)
     help: str
     target: bool = False  # takes `target:` (required when True)
     peers: bool = False  # takes optional `peers:` (partition)
@@ -50,6 +56,8 @@ class ActionSpec:
     random: bool = False
     random_params: dict[str, Any] = field(default_factory=dict)
 
+
+MAX_CLOCK_SKEW_MS = 24 * 3600 * 1000  # a day either way; the broker refuses beyond ten years
 
 _ACTIONS = [
     ActionSpec("partition", "network", "cut target from peers, both directions", target=True,
@@ -124,6 +132,14 @@ _ACTIONS = [
                        "bytes": Param("int", default=1, min=1, max=1 << 20,
                                       help="flip: bytes with one flipped bit; truncate: bytes "
                                            "cut off the end")}),
+    ActionSpec("clock", "clock", "skew the target broker's clock by `ms` (its own clock seam: "
+               "timestamps, retention, ISR lag, session timeouts); strobe_period_ms > 0 "
+               "alternates between `ms` and 0", target=True, duration="optional",
+               undo="reset the clock",
+               params={"ms": Param("int", required=True, min=-MAX_CLOCK_SKEW_MS,
+                                   max=MAX_CLOCK_SKEW_MS, help="negative: behind"),
+                       "strobe_period_ms": Param("int", default=0, min=0,
+                                                 max=MAX_CLOCK_SKEW_MS)}),
     ActionSpec("elect-preferred", "leadership", "preferred-leader election (ElectLeaders)",
                random=True,
                params={"partitions": Param("partitions", default=(),

@@ -23,7 +23,7 @@ from harness.plan.targets import Target, resolve, step_rng
 from harness.plan.timing import FIRE, TIMED_OUT, step_status
 from harness.store.history import HistoryWriter
 
-UNSUPPORTED = ("bandwidth", "disk-stall", "reassign")
+UNSUPPORTED = ("bandwidth", "disk-stall", "reassign", "clock")
 STATE_INTERVAL_S = 0.2  # harness/state_poller.py's interval: `when` sees state this fresh
 RESTART_GAP_MS = 100
 

@@ -156,6 +156,34 @@ def test_collect_logs_and_data(cluster: Cluster, tmp_path: Path) -> None:
     assert segments and segments[0].stat().st_size > 0
 
 
+def test_bypass_check_sees_a_direct_connection(cluster: Cluster) -> None:
+    """The run's `direct_connections` record: clean while clients go through the proxy, and it
+    names the peer of a connection that skips it (broker-2 dialling broker-1's own address)."""
+    p = producer(cluster.client_address("broker-1"))
+    assert produce(p, "bypass", [b"b"], 30) == [None]  # the producer keeps its connection
+    clean = cluster.direct_connections()
+    assert clean["broker-1"]["proxied"] >= 1, clean
+    assert all(not c.get("direct") for c in clean.values()), clean
+    b1 = _ip(cluster, "broker-1")
+    b2 = _ip(cluster, "broker-2")
+    dial = (f"import socket, time; s = socket.create_connection(('{b1}', 9092), timeout=5); "
+            "time.sleep(15)")
+    cluster.container("broker-2").exec_run(["python3", "-c", dial], detach=True)
+    deadline = time.monotonic() + 10
+    direct: list[str] = []
+    while not direct and time.monotonic() < deadline:
+        direct = cluster.direct_connections()["broker-1"].get("direct", [])
+        time.sleep(0.2)
+    assert [d.split(":")[0] for d in direct] == [b2], direct
+
+
+def _ip(cluster: Cluster, node: str) -> str:
+    container = cluster.container(node)
+    container.reload()
+    networks = container.attrs["NetworkSettings"]["Networks"]
+    return next(n["IPAddress"] for n in networks.values() if n.get("IPAddress"))
+
+
 def test_down_removes_every_container_and_the_network(cluster: Cluster) -> None:
     assert leftovers([cluster.run_id])  # there is something to remove
     cluster.down()

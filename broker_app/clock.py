@@ -1,0 +1,56 @@
+"""BrokerClock: the broker's one clock seam, which the `clock` nemesis skews (issue 17).
+
+Contract:
+- `wall_ms()` is the wall clock (record timestamps: the LogValidator's window, LogAppendTime,
+  time retention, offset-commit times); `monotonic_ms()` is the clock of every timeout
+  (ReplicaManager: ISR lag, purgatory deadlines; group session and rebalance timeouts).
+  Both add `offset_ms()`.
+- `skew(offset_ms, strobe_period_ms=0)`: from now on the clocks read `offset_ms` ahead
+  (behind when negative). With a strobe period the offset alternates between `offset_ms`
+  and 0 every period, starting with `offset_ms` (Jepsen's strobe). `skew(0)` resets it.
+- The real time source is injectable (`now_s`, seconds) so tests step it by hand.
+
+Deviation: Kafka reads the OS clock (Time.milliseconds is System.currentTimeMillis, used for
+ISR lag and group session timeouts too); a skewed broker here shifts only its own time reads.
+The asyncio loop's timers (call_later, wait_for), socket timeouts and the controller link's
+heartbeat pacing keep real time, unlike a broker under libfaketime.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+class BrokerClock:
+    def __init__(self, now_s: Callable[[], float] = time.monotonic,
+                 wall_s: Callable[[], float] = time.time) -> None:  # fmt: skip
+        self._now_s = now_s
+        self._wall_s = wall_s
+        self._offset_ms = 0
+        self._strobe_period_ms = 0
+        self._since_ms = 0  # real monotonic ms when the skew began (strobe phase)
+
+    def skew(self, offset_ms: int, strobe_period_ms: int = 0) -> None:
+        if strobe_period_ms < 0:
+            raise ValueError(f"strobe period {strobe_period_ms} ms must be >= 0")
+        self._offset_ms = int(offset_ms)
+        self._strobe_period_ms = int(strobe_period_ms)
+        self._since_ms = int(self._now_s() * 1000)
+
+    def offset_ms(self) -> int:
+        if not self._strobe_period_ms or not self._offset_ms:
+            return self._offset_ms
+        elapsed = int(self._now_s() * 1000) - self._since_ms
+        return self._offset_ms if (elapsed // self._strobe_period_ms) % 2 == 0 else 0
+
+    def wall_ms(self) -> int:
+        return int(self._wall_s() * 1000) + self.offset_ms()
+
+    def monotonic_ms(self) -> int:
+        return int(self._now_s() * 1000) + self.offset_ms()
+
+    def describe(self) -> dict[str, int]:
+        """For the admin /state: what the nemesis set and what applies now."""
+        return {"offset_ms": self.offset_ms(), "skew_ms": self._offset_ms,
+                "strobe_period_ms": self._strobe_period_ms}  # fmt: skip
