@@ -74,7 +74,7 @@ def _entity_tuple(cls: type) -> Convert:
         if value is None:
             return None
         make = _builder(cls)
-        return tuple(make(v) for v in value)
+        return tuple([make(v) for v in value])
 
     return convert
 
