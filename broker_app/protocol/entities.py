@@ -11,6 +11,7 @@ one per version. A missing field without a default is a programming error (TypeE
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from dataclasses import MISSING, fields
 from functools import cache
 from typing import Any
@@ -19,56 +20,97 @@ from kio.schema.errors import ErrorCode
 from kio.serial._introspect import (
     EntityField,
     EntityTupleField,
+    PrimitiveTupleField,
     classify_field,
 )
 
-_PRIMITIVE, _ENTITY, _ENTITY_TUPLE = 0, 1, 2
+Convert = Callable[[Any], Any]
+# ErrorCode(int) goes through Enum's slow call path; responses carry an error code per
+# partition, so the members are looked up in a plain dict first.
+_ERROR_CODES: dict[int, ErrorCode] = {int(e.value): e for e in ErrorCode}
 
 
-@cache
-def _plan(cls: type) -> tuple[tuple[str, int, Any, str | None, bool], ...]:
-    plan = []
-    for f in fields(cls):
-        kind = classify_field(f)
-        has_default = f.default is not MISSING or f.default_factory is not MISSING
-        if isinstance(kind, EntityTupleField):
-            plan.append((f.name, _ENTITY_TUPLE, kind.type_, None, has_default))
-        elif isinstance(kind, EntityField):
-            plan.append((f.name, _ENTITY, kind.type_, None, has_default))
-        else:
-            plan.append((f.name, _PRIMITIVE, None, f.metadata.get("kafka_type"), has_default))
-    return tuple(plan)
+def _error_code(value: Any) -> Any:
+    if value is None or isinstance(value, ErrorCode):
+        return value
+    code = _ERROR_CODES.get(value) if type(value) is int else None
+    return code if code is not None else ErrorCode(int(value))
 
 
-def _convert(kafka_type: str | None, value: Any) -> Any:
-    if value is None:
-        return None
-    if kafka_type == "error_code":
-        return value if isinstance(value, ErrorCode) else ErrorCode(int(value))
-    if kafka_type in ("timedelta_i32", "timedelta_i64"):
-        if isinstance(value, datetime.timedelta):
-            return value
-        return datetime.timedelta(milliseconds=value)
-    if kafka_type == "datetime_i64" and isinstance(value, int):
+def _timedelta(value: Any) -> Any:
+    if value is None or isinstance(value, datetime.timedelta):
+        return value
+    return datetime.timedelta(milliseconds=value)
+
+
+def _datetime(value: Any) -> Any:
+    if isinstance(value, int):
         # -1 means "no timestamp" on the wire; kio writes None as -1.
         return None if value < 0 else datetime.datetime.fromtimestamp(value / 1000, datetime.UTC)
     return value
 
 
-def build(cls: type, data: dict[str, Any]) -> Any:
-    kwargs: dict[str, Any] = {}
-    for name, kind, sub, kafka_type, has_default in _plan(cls):
-        if name not in data:
-            if not has_default:
-                raise TypeError(f"{cls.__module__}.{cls.__qualname__}: missing field {name!r}")
-            continue
-        value = data[name]
-        if kind == _PRIMITIVE:
-            if isinstance(value, list):
-                value = tuple(value)
-            kwargs[name] = _convert(kafka_type, value)
-        elif kind == _ENTITY:
-            kwargs[name] = None if value is None else build(sub, value)
+def _tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+_CONVERTERS: dict[str, Convert] = {
+    "error_code": _error_code,
+    "timedelta_i32": _timedelta,
+    "timedelta_i64": _timedelta,
+    "datetime_i64": _datetime,
+}
+
+
+def _entity(cls: type) -> Convert:
+    def convert(value: Any) -> Any:
+        return None if value is None else build(cls, value)
+
+    return convert
+
+
+def _entity_tuple(cls: type) -> Convert:
+    def convert(value: Any) -> Any:
+        if value is None:
+            return None
+        make = _builder(cls)
+        return tuple([make(v) for v in value])
+
+    return convert
+
+
+@cache
+def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
+    """build() for one class, its field plan worked out once: (name, converter or None for
+    values taken as given, required)."""
+    steps: list[tuple[str, Convert | None, bool]] = []
+    for f in fields(cls):
+        kind = classify_field(f)
+        required = f.default is MISSING and f.default_factory is MISSING
+        convert: Convert | None
+        if isinstance(kind, EntityTupleField):
+            convert = _entity_tuple(kind.type_)
+        elif isinstance(kind, EntityField):
+            convert = _entity(kind.type_)
+        elif isinstance(kind, PrimitiveTupleField):
+            convert = _tuple
         else:
-            kwargs[name] = None if value is None else tuple(build(sub, v) for v in value)
-    return cls(**kwargs)
+            convert = _CONVERTERS.get(f.metadata.get("kafka_type") or "")
+        steps.append((f.name, convert, required))
+    where = f"{cls.__module__}.{cls.__qualname__}"
+
+    def make(data: dict[str, Any]) -> Any:
+        kwargs: dict[str, Any] = {}
+        for name, convert, required in steps:
+            if name in data:
+                value = data[name]
+                kwargs[name] = value if convert is None else convert(value)
+            elif required:
+                raise TypeError(f"{where}: missing field {name!r}")
+        return cls(**kwargs)
+
+    return make
+
+
+def build(cls: type, data: dict[str, Any]) -> Any:
+    return _builder(cls)(data)

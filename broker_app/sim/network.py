@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .events import EventLoop, Process
+from .events import EventLoop, Process, Timer
 
 Handler = Callable[[str, Any, Callable[[Any], None]], None]  # (src, message, reply)
 
@@ -113,7 +113,9 @@ class Network:
         f = self.faults.get((src, dst))
         rng = self.loop.rng
         lo, hi = self.base_delay_ms
-        delay = lo if lo == hi else rng.randint(lo, hi)
+        # _randbelow is what randint(lo, hi) draws from (the same stream), without its
+        # argument checks: this runs for every message.
+        delay = lo if lo == hi else lo + rng._randbelow(hi - lo + 1)
         if f is not None:
             if f.cut or (f.drop_probability and rng.random() < f.drop_probability):
                 return None
@@ -140,27 +142,30 @@ class Network:
         done = [False]
         self._seq += 1
         call_id = self._seq
+        timeout: list[Timer] = []
+
+        def finish(fn: Callable[[Any], None] | None, value: Any) -> None:
+            if not done[0]:
+                done[0] = True
+                self._calls.pop(call_id, None)
+                if timeout:
+                    timeout[0].cancel()  # answered: the timeout event is skipped, not run
+                if fn is not None:
+                    fn(value)
 
         def finish_error(reason: str) -> None:
-            if not done[0]:
-                done[0] = True
-                self._calls.pop(call_id, None)
-                if on_error is not None:
-                    on_error(reason)
+            finish(on_error, reason)
 
         def finish_reply(response: Any) -> None:
-            if not done[0]:
-                done[0] = True
-                self._calls.pop(call_id, None)
-                if on_reply is not None:
-                    on_reply(response)
+            finish(on_reply, response)
 
         guarded_reply = caller.guard(finish_reply)
         guarded_error = caller.guard(finish_error)
         call = _Call(src, dst, guarded_error)
         if on_reply is not None or on_error is not None:
             self._calls[call_id] = call
-            caller.call_later(timeout_ms, lambda: finish_error(f"timeout after {timeout_ms} ms"))
+            timeout.append(caller.call_later(
+                timeout_ms, lambda: finish_error(f"timeout after {timeout_ms} ms")))
         at = self._arrival(src, dst)
         if at is None:
             call.lost = True

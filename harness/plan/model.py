@@ -150,6 +150,7 @@ class NemesisSpec:
     duration_s: float | None = None  # schedule horizon; None: the workload's duration
     partitions: tuple[str, ...] = ()  # partitions that leader/follower targets refer to
     params: dict[str, dict[str, Any]] = field(default_factory=dict)  # per kind
+    overlap: int = 1  # independent schedules superimposed, so faults overlap in time
 
 
 @dataclass(frozen=True)

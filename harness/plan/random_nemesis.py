@@ -9,10 +9,16 @@ target and partition are drawn from the plan's lists. The same seed and plan giv
 schedule; the seed is printed in the report so a run can be replayed. Targets stay roles
 (leader of t-0, minority...): the run resolves them when the step fires, with
 `targets.step_rng(seed, i)`.
+
+One schedule never overlaps two faults. `overlap: K` superimposes K independent schedules
+(layer j drawn from seed + j * OVERLAP_SEED_STRIDE, its steps renamed `l<j>-...`, all sorted
+by `at`), so a fault can act while another is still in effect - what the losses of most
+legacy behaviours need (a follower out of the ISR while the leader crashes, ...).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +28,7 @@ from harness.plan.model import ClusterSpec, NemesisSpec, Plan, Step
 from harness.plan.targets import Target, minority_size
 
 _PARTITION_ROLES = ("leader", "follower", "followers")
+OVERLAP_SEED_STRIDE = 1_000_003  # layer j of seed s is drawn from s + j * stride
 
 
 def _replicated(cluster: ClusterSpec, partitions: Sequence[str]) -> list[str]:
@@ -58,7 +65,14 @@ def generate(plan: Plan, seed: int | None = None, duration_s: float | None = Non
     if seed is None:
         raise ValueError("a random nemesis needs a seed (nemesis.seed or --seed)")
     horizon = duration_s or n.duration_s or plan.workload.duration_s()
-    return schedule(n, plan.cluster, seed, horizon)
+    if n.overlap <= 1:
+        return schedule(n, plan.cluster, seed, horizon)
+    layers = [
+        dataclasses.replace(s, name=f"l{j + 1}-{s.name}")
+        for j in range(n.overlap)
+        for s in schedule(n, plan.cluster, seed + j * OVERLAP_SEED_STRIDE, horizon)
+    ]
+    return tuple(sorted(layers, key=lambda s: (s.at or 0.0, s.name)))
 
 
 def schedule(n: NemesisSpec, cluster: ClusterSpec, seed: int, horizon_s: float

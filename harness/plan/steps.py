@@ -27,6 +27,7 @@ TIMING = ("at", "after", "when")
 STEP_KEYS = ("name", "action", "at", "after", "when", "timeout", "on_timeout", "duration",
              "target", "peers", "from", "to")
 MAX_SECONDS = 86_400.0
+MAX_OVERLAP = 10  # nemesis.overlap: superimposed random schedules
 MAX_TIMEOUT = 3_600.0
 RANDOM_TARGETS = ("leader", "follower", "followers", "random", "majority", "minority", "all",
                   "controller")
@@ -232,7 +233,7 @@ class StepsMixin:
 
     def nemesis(self: PlanBuilder, node: Node, path: str, cluster: ClusterSpec) -> NemesisSpec:
         random_keys = ("seed", "kinds", "targets", "interval_s", "fault_duration_s", "start_s",
-                       "duration_s", "partitions", "params")
+                       "duration_s", "partitions", "params", "overlap")
         m = self.mapping(node, path, ("mode",) + random_keys)
         mode = self.enum(m["mode"][1], f"{path}.mode", ("scripted", "random")) \
             if "mode" in m else "scripted"
@@ -263,6 +264,8 @@ class StepsMixin:
                 kw[k] = self.num(m[k][1], f"{path}.{k}", hi=MAX_SECONDS, positive=True)
         if "start_s" in m:
             kw["start_s"] = self.num(m["start_s"][1], f"{path}.start_s", 0, MAX_SECONDS)
+        if "overlap" in m:
+            kw["overlap"] = self.int_(m["overlap"][1], f"{path}.overlap", 1, MAX_OVERLAP)
         if "partitions" in m:
             kw["partitions"] = self.partition_list(m["partitions"][1], f"{path}.partitions")
         if "params" in m:

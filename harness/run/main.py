@@ -62,34 +62,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip the checker and report (debugging the cluster)")
 
 
-def _switch_flags(switches: dict[str, str]) -> list[str]:
-    """cluster.switches as broker flags: key -> --key value; true/false -> --key / --no-key."""
-    out: list[str] = []
-    for key, value in sorted(switches.items()):
-        flag = "--" + key.replace("_", "-")
-        v = str(value).strip()
-        if v.lower() == "true":
-            out.append(flag)
-        elif v.lower() == "false":
-            out.append("--no-" + flag[2:])
-        else:
-            out += [flag, v]
-    return out
-
-
-def _process_flags(cluster: Any) -> tuple[list[str], list[str]]:
-    """(broker flags, controller flags) of a ClusterSpec: `--kafka-version V` to both, each
-    version switch to the processes that take it (broker_app/kafka_versions.py), every other
-    switch to the brokers."""
-    from broker_app.kafka_versions import SWITCHES
-
-    takes = {s.name: s.processes for s in SWITCHES}
-    broker = {k: v for k, v in cluster.switches.items() if "broker" in takes.get(k, ("broker",))}
-    controller = {k: v for k, v in cluster.switches.items() if "controller" in takes.get(k, ())}
-    version = ["--kafka-version", cluster.kafka_version] if cluster.kafka_version else []
-    return [*version, *_switch_flags(broker)], [*version, *_switch_flags(controller)]
-
-
 def _resolve_inputs(args: argparse.Namespace) -> tuple[str, dict[str, str], int | None,
                                                          float | None]:
     """(plan path, overrides, seed, duration) from the arguments or the replayed run."""
@@ -213,6 +185,7 @@ class Runner:
         from harness.client import ProcessIds, drain
         from harness.metadata_check import wait_for_agreement
         from harness.nemesis import Nemesis
+        from harness.plan.flags import process_flags
         from harness.run.observed import ObservedCluster
         from harness.run.progress import Progress
         from harness.state_poller import StatePoller, settled
@@ -226,7 +199,7 @@ class Runner:
         t_workload = [time.monotonic()]
         poller = wl = nemesis = progress = None
         try:
-            broker_args, controller_args = _process_flags(plan.cluster)
+            broker_args, controller_args = process_flags(plan.cluster)
             cluster = ObservedCluster(
                 self.run_id, brokers=plan.cluster.brokers, controller=True,
                 store_dir=self.run_dir.path, broker_args=broker_args,

@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="explore: worker processes")
     parser.add_argument("--overlap", type=int, default=1,
                         help="explore: superimpose this many random schedules (overlapping "
-                             "faults; see harness/sim/explore.py)")
+                             "faults); > 1 replaces the plan's nemesis.overlap")
     parser.add_argument("--shrink-budget", type=int, default=200,
                         help="explore: at most this many runs while shrinking")
     parser.add_argument("--export", type=Path, default=None,

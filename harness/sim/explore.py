@@ -29,23 +29,16 @@ from harness.plan.timing import steps_for
 from harness.sim.run import UNEXPECTED, SimAborted, SimResult, simulate
 
 MIN_DURATION_S = 0.5
-OVERLAP_SEED_STRIDE = 1_000_003  # layer k of seed s draws its schedule from s + k * stride
 
 
 def schedule_for(plan: Plan, seed: int, overlap: int = 1) -> tuple[Step, ...]:
-    """The steps of `seed`: the plan's (random nemesis: its schedule for the seed). With
-    `overlap` k > 1 and a random nemesis, k independent schedules are superimposed (layer j
-    drawn from seed + j * stride, steps renamed `l<j>-...`), so faults overlap in time: the
-    random nemesis alone never overlaps two faults, and the losses of the legacy switches
-    need one fault to act while another is still in effect (e.g. a follower out of the ISR
-    while the leader crashes)."""
-    if overlap <= 1 or plan.nemesis.mode != "random":
-        return tuple(steps_for(plan, seed))
-    layers = []
-    for j in range(overlap):
-        for s in steps_for(plan, seed + j * OVERLAP_SEED_STRIDE):
-            layers.append(dataclasses.replace(s, name=f"l{j + 1}-{s.name}"))
-    return tuple(sorted(layers, key=lambda s: (s.at or 0.0, s.name)))
+    """The steps of `seed`: the plan's (random nemesis: its schedule for the seed). `overlap`
+    k > 1 (the CLI's --overlap) replaces a random nemesis's `overlap` (harness/plan/
+    random_nemesis.py: k independent schedules superimposed, so faults overlap in time)."""
+    if overlap > 1 and plan.nemesis.mode == "random":
+        plan = dataclasses.replace(plan, nemesis=dataclasses.replace(plan.nemesis,
+                                                                     overlap=overlap))
+    return tuple(steps_for(plan, seed))
 
 
 @dataclasses.dataclass

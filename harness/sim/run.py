@@ -117,7 +117,8 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
 
     path = out_dir / HISTORY_FILE
     start_ms = loop.now_ms
-    history = HistoryWriter(path, clock=lambda: (loop.now_ms - start_ms) * 1_000_000)
+    history = HistoryWriter(path, clock=lambda: (loop.now_ms - start_ms) * 1_000_000,
+                            flush_lines=False)
     ctx = ClientContext(cluster, history)
     nemesis = SimNemesis(cluster, history, steps, seed)
     running = [0]

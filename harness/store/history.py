@@ -72,16 +72,20 @@ def read_ops(path: str | Path) -> Iterator[dict[str, Any]]:
 class HistoryWriter:
     """Appends ops to a history.jsonl, assigning index and time; safe to share between threads.
 
-    Lines are flushed as they are written so a crashed harness leaves a readable prefix.
+    Lines are flushed as they are written so a crashed harness leaves a readable prefix;
+    `flush_lines=False` leaves it to the file's buffer and close() (the simulator: its run is
+    one Python call, closed in a `finally`, and a flush per op was a syscall per op).
     """
 
-    def __init__(self, path: str | Path, clock=time.monotonic_ns) -> None:
+    def __init__(self, path: str | Path, clock=time.monotonic_ns, flush_lines: bool = True
+                 ) -> None:
         self.path = Path(path)
         self._clock = clock
         self.start_ns = clock()  # time 0 of the history; other run records share this clock
         self._lock = threading.Lock()
         self._index = 0
         self._last_time = 0
+        self._flush_lines = flush_lines
         self._fh: IO[str] = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
 
     def append(self, op: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +95,8 @@ class HistoryWriter:
             t = max(self._clock() - self.start_ns, self._last_time)
             out = {"index": self._index, "time": t, **op}
             self._fh.write(json.dumps(out, separators=(",", ":")) + "\n")
-            self._fh.flush()
+            if self._flush_lines:
+                self._fh.flush()
             self._index += 1
             self._last_time = t
             return out

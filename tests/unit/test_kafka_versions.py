@@ -108,15 +108,15 @@ def test_broker_flags_resolve_through_the_preset():
 
 
 def test_harness_sends_each_switch_to_the_processes_that_take_it():
+    from harness.plan.flags import process_flags
     from harness.plan.model import ClusterSpec
-    from harness.run.main import _process_flags
 
     spec = ClusterSpec(switches={"truncation": "kip-101", "unclean-leader-election": "true",
                                  "eligible-leader-replicas": "false", "flush": "never"},
                        kafka_version="3.9")  # fmt: skip
-    broker, controller = _process_flags(spec)
+    broker, controller = process_flags(spec)
     assert broker == ["--kafka-version", "3.9", "--no-eligible-leader-replicas", "--flush",
                       "never", "--truncation", "kip-101"]
     assert controller == ["--kafka-version", "3.9", "--no-eligible-leader-replicas",
                           "--unclean-leader-election"]
-    assert _process_flags(ClusterSpec()) == ([], [])
+    assert process_flags(ClusterSpec()) == ([], [])

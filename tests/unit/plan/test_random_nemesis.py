@@ -84,3 +84,27 @@ def test_seedless_random_plan_needs_a_seed(write_plan) -> None:  # type: ignore[
     with pytest.raises(ValueError, match="needs a seed"):
         generate(plan)
     assert generate(plan, seed=7)
+
+
+def test_overlap_superimposes_independent_schedules(write_plan: Callable[[str], Path]) -> None:
+    from harness.plan.random_nemesis import OVERLAP_SEED_STRIDE
+
+    plan = load_plan(write_plan(RANDOM.replace("  seed: 7\n", "  seed: 7\n  overlap: 3\n")))
+    one = load_plan(write_plan(RANDOM))
+    steps = generate(plan)
+    ats = [s.at or 0.0 for s in steps]
+    assert ats == sorted(ats)
+    layer2 = [s for s in steps if s.name.startswith("l2-")]
+    expected = generate(one, seed=7 + OVERLAP_SEED_STRIDE)
+    assert [(s.at, s.describe()) for s in layer2] == [(s.at, s.describe()) for s in expected]
+    assert {s.name[:3] for s in steps} == {"l1-", "l2-", "l3-"}
+    # Faults of different layers overlap in time (one schedule never does).
+    windows = sorted((s.at or 0.0, (s.at or 0.0) + (s.duration or 0.0)) for s in steps)
+    assert any(b[0] < a[1] for a, b in zip(windows, windows[1:], strict=False))
+
+
+def test_overlap_out_of_range_is_a_plan_error(write_plan: Callable[[str], Path]) -> None:
+    from harness.plan.errors import PlanError
+
+    with pytest.raises(PlanError, match="nemesis.overlap"):
+        load_plan(write_plan(RANDOM.replace("  seed: 7\n", "  seed: 7\n  overlap: 0\n")))
