@@ -13,6 +13,8 @@ Contract:
   their own when their job is finished (producers) or when `stop()` is called; every wait is
   bounded (the stop event's wait, join with timeout). `stats` counts completions for a live
   progress display; `errors` lists slots that could not run at all (e.g. a bad client config).
+- A `subscribe` ConsumerSpec runs group members instead (harness.group_client): each polls
+  and, with `commit: sync`, commits what it read after every poll that read something.
 - `workload_from_plan(plan, ...)` builds a Workload from a plan's WorkloadSpec/ClusterSpec.
 """
 
@@ -27,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from harness.client import ConsumerClient, ProcessIds, ProducerClient
+from harness.group_client import GroupConsumerClient
 from harness.plan.model import ClusterSpec, ConsumerSpec, Plan, ProducerSpec
 from harness.store.history import HistoryWriter
 
@@ -145,6 +148,7 @@ class Workload:
         self, bootstrap: str | Callable[[], str], history: HistoryWriter,
         producers: Sequence[ProducerJob], consumers: ConsumerSpec | None = None,
         consumer_partitions: Sequence[TopicPartition] = (),
+        consumer_topics: Sequence[str] = (),
         new_process: Callable[[], int] | None = None, values: Values | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -154,6 +158,7 @@ class Workload:
         self.producer_jobs = list(producers)
         self.consumer_spec = consumers
         self.consumer_partitions = list(consumer_partitions)
+        self.consumer_topics = list(consumer_topics)
         self.new_process = new_process or ProcessIds()
         self.values = values or Values()
         self.clock = clock
@@ -170,7 +175,10 @@ class Workload:
         for job in self.producer_jobs:
             self._producers.append(self._thread(f"producer-{job.slot}", self._produce, job))
         spec = self.consumer_spec
-        if spec is not None and self.consumer_partitions:
+        if spec is not None and spec.mode == "subscribe" and self.consumer_topics:
+            for slot in range(spec.count):
+                self._consumers.append(self._thread(f"member-{slot}", self._member, spec))
+        elif spec is not None and self.consumer_partitions:
             for slot in range(spec.count):
                 self._consumers.append(self._thread(f"consumer-{slot}", self._consume, spec))
 
@@ -256,6 +264,30 @@ class Workload:
             if client is not None:
                 client.close()
 
+    def _member(self, spec: ConsumerSpec) -> None:
+        """A group member: poll, commit what it read (commit: sync), replaced when it crashes."""
+        interval = spec.poll_interval_ms / 1000
+        client: GroupConsumerClient | None = None
+        try:
+            while not self.stop_event.is_set():
+                if client is None:
+                    client = GroupConsumerClient(
+                        self.new_process(), self._bootstrap(), self.history,
+                        self.consumer_topics, spec.group, assignor=spec.assignor,
+                    )
+                self._count(client.poll(timeout_s=max(0.05, interval)))
+                if not client.crashed and spec.commit == "sync":
+                    op = client.commit()
+                    if op is not None:
+                        self._count(op)
+                if client.crashed:
+                    client.close()
+                    client = None
+                    self.stop_event.wait(interval)
+        finally:
+            if client is not None:
+                client.close()
+
 
 def workload_from_plan(
     plan: Plan, bootstrap: str | Callable[[], str], history: HistoryWriter,
@@ -270,6 +302,8 @@ def workload_from_plan(
         )
     consumers = plan.workload.consumers
     parts = [parse_partition(p) for p in consumers.partitions] or all_partitions(plan.cluster)
+    topics = [t.name for t in plan.cluster.topics] if consumers.mode == "subscribe" else []
     return Workload(
-        bootstrap, history, producer_jobs(specs, plan.cluster), consumers, parts, new_process
+        bootstrap, history, producer_jobs(specs, plan.cluster), consumers, parts, topics,
+        new_process,
     )
