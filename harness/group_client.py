@@ -7,7 +7,8 @@ process, every op completes before its method returns):
   strategy, eager or cooperative-sticky as librdkafka negotiates it).
 - `poll()` is one poll op. It reads with single-message `Consumer.poll` calls, so a rebalance
   callback served by one call precedes the message that call returns: each record is tagged
-  with the `generation` of the assignment it was read under, exactly. The completion carries
+  with the `generation` of the assignment it was read under and `rebalance`, the number of that
+  assignment among this member's (1 for its first), exactly. The completion carries
   `group`, the op-level `generation` (after the poll) and, when the assignment changed during
   the poll, `assignment` (the partitions held after it).
 - `commit()` commits the position (next offset to read) of every partition read since the last
@@ -63,9 +64,13 @@ class GroupConsumerClient:
         self.process = process
         self.history = history
         self.group = group
+        self._assignor = assignor
         self.max_records = max_records
         self.crashed = False
         self.generation: int | None = None
+        #: how many assignments (on_assign callbacks) this member received: with the
+        #: generation it names a tenure even when a coordinator hands out a generation twice
+        self.rebalances = 0
         self.assignment: set[tuple[str, int]] = set()
         self._changed = False
         #: partition -> next offset to read, for partitions read since the last commit
@@ -90,12 +95,15 @@ class GroupConsumerClient:
 
     # Callbacks run inside Consumer.poll (during our poll op): they only update state.
     def _cooperative(self) -> bool:
-        return self._consumer.rebalance_protocol() == "COOPERATIVE"
+        # confluent-kafka has no rebalance_protocol(): librdkafka picks COOPERATIVE exactly
+        # when every configured strategy is cooperative, here when the assignor is one.
+        return self._assignor == "cooperative-sticky"
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         got = {(tp.topic, tp.partition) for tp in partitions}
         self.assignment = self.assignment | got if self._cooperative() else got
         self.generation = generation_of(consumer.consumer_group_metadata())
+        self.rebalances += 1
         self._changed = True
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
@@ -137,7 +145,8 @@ class GroupConsumerClient:
                     )
                 records.append({"topic": m.topic(), "partition": m.partition(),
                                 "offset": m.offset(), "value": value,
-                                "generation": self.generation})
+                                "generation": self.generation,
+                                "rebalance": self.rebalances})
                 self._uncommitted[(m.topic(), m.partition())] = m.offset() + 1
         except (KafkaException, RuntimeError) as e:
             self.crashed = True

@@ -14,7 +14,9 @@ Contract:
   bounded (the stop event's wait, join with timeout). `stats` counts completions for a live
   progress display; `errors` lists slots that could not run at all (e.g. a bad client config).
 - A `subscribe` ConsumerSpec runs group members instead (harness.group_client): each polls
-  and, with `commit: sync`, commits what it read after every poll that read something.
+  once per `poll_interval_ms` (at most `max_poll_records` per poll) and, with `commit: sync`,
+  commits what it read after every poll that read something; `restart_member(slot)` replaces
+  a member by a new process (a rebalance on demand).
 - `workload_from_plan(plan, ...)` builds a Workload from a plan's WorkloadSpec/ClusterSpec.
 """
 
@@ -168,6 +170,9 @@ class Workload:
         self._lock = threading.Lock()
         self._producers: list[threading.Thread] = []
         self._consumers: list[threading.Thread] = []
+        self._restart: set[int] = set()  # member slots asked to rejoin as new processes
+        #: member slot -> the generation of its assignment after its last poll
+        self.member_generations: dict[int, int | None] = {}
 
     # -------------------------------------------------------------- control
 
@@ -177,7 +182,8 @@ class Workload:
         spec = self.consumer_spec
         if spec is not None and spec.mode == "subscribe" and self.consumer_topics:
             for slot in range(spec.count):
-                self._consumers.append(self._thread(f"member-{slot}", self._member, spec))
+                self._consumers.append(
+                    self._thread(f"member-{slot}", self._member, (slot, spec)))
         elif spec is not None and self.consumer_partitions:
             for slot in range(spec.count):
                 self._consumers.append(self._thread(f"consumer-{slot}", self._consume, spec))
@@ -264,18 +270,41 @@ class Workload:
             if client is not None:
                 client.close()
 
-    def _member(self, spec: ConsumerSpec) -> None:
-        """A group member: poll, commit what it read (commit: sync), replaced when it crashes."""
+    def restart_member(self, slot: int) -> None:
+        """Member `slot` closes its consumer (LeaveGroup) and joins again as a new process:
+        a replaced consumer, and a rebalance, on demand."""
+        with self._lock:
+            self._restart.add(slot)
+
+    def _member(self, arg: tuple[int, ConsumerSpec]) -> None:
+        """A group member: poll, commit what it read (commit: sync), replaced when it crashes
+        or when restart_member asks."""
+        slot, spec = arg
         interval = spec.poll_interval_ms / 1000
+        # A member polls once per interval (not back to back): with max_poll_records it reads
+        # at a known pace, so a plan can keep a backlog for it during a fault.
+        pacer = Pacer(1 / interval, self.clock())
         client: GroupConsumerClient | None = None
         try:
             while not self.stop_event.is_set():
+                if self.stop_event.wait(pacer.delay(self.clock())):
+                    break
+                pacer.started(self.clock())
+                with self._lock:
+                    restart = slot in self._restart
+                    self._restart.discard(slot)
+                if restart and client is not None:
+                    client.close()
+                    client = None
                 if client is None:
                     client = GroupConsumerClient(
                         self.new_process(), self._bootstrap(), self.history,
                         self.consumer_topics, spec.group, assignor=spec.assignor,
+                        max_records=spec.max_poll_records,
                     )
                 self._count(client.poll(timeout_s=max(0.05, interval)))
+                with self._lock:
+                    self.member_generations[slot] = client.generation
                 if not client.crashed and spec.commit == "sync":
                     op = client.commit()
                     if op is not None:

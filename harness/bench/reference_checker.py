@@ -84,7 +84,7 @@ def reference_check(path: str | Path) -> dict[str, Any]:
                 nonfinal[p][(offset, value)] = index
             if not is_final:
                 groups.read(op, r)
-            key = (process, is_final, p, r.get("generation"))
+            key = (process, is_final, p, r.get("generation"), r.get("rebalance"))
             prev = last_read.get(key)
             if prev is not None:
                 seq_events.append((p, prev[0], offset, prev[1], index))
@@ -153,8 +153,8 @@ class _GroupReads:
     """docs/history-groups.md's anomalies: member reads (tenures) and commits, per group."""
 
     def __init__(self) -> None:
-        # (group, p, process, generation) -> (index of the first read, its offset, previous
-        # offset this process read of p in the group, or None)
+        # (group, p, process, generation, rebalance) -> (index of the first read, its offset,
+        # the offset this process read of p just before, or None)
         self.first: dict[tuple, tuple[int, int, int | None]] = {}
         self.last: dict[tuple, int] = {}  # (group, p, process) -> last offset read
         self.invoked: dict[tuple, list[tuple[int, int]]] = defaultdict(list)  # (g, p) -> [(i, o)]
@@ -173,13 +173,17 @@ class _GroupReads:
             return
         p = (r["topic"], r["partition"])
         mine = (group, p, op["process"])
-        self.first.setdefault((*mine, gen), (op["index"], r["offset"], self.last.get(mine)))
+        tenure = (*mine, gen, r.get("rebalance"))
+        self.first.setdefault(tenure, (op["index"], r["offset"], self.last.get(mine)))
         self.last[mine] = r["offset"]
 
     def anomalies(self, add, final_offsets: dict[tuple, list[int]]) -> None:
         owners: dict[tuple, dict[Any, int]] = defaultdict(dict)
-        for (group, p, process, gen), (index, offset, prev) in self.first.items():
-            owners[(group, p, gen)][process] = index
+        tenures: dict[tuple, list[int]] = defaultdict(list)
+        for (group, p, process, gen, _), (index, offset, prev) in self.first.items():
+            mine = owners[(group, p, gen)]
+            mine[process] = min(index, mine.get(process, index))
+            tenures[(group, p, process, gen)].append(index)
             acked = [(o, i) for i, o in self.acked[(group, p)] if i < index]
             if acked and offset < max(acked)[0]:
                 add("commit-regression", p, index, [max(acked)[1], index])
@@ -193,6 +197,10 @@ class _GroupReads:
             if len(readers) > 1:
                 ex = sorted(readers.values())
                 add("double-assignment", p, ex[0], ex[:EXAMPLES])
+        for (_, p, _, _), firsts in tenures.items():
+            if len(firsts) > 1:
+                ex = sorted(firsts)
+                add("generation-reuse", p, ex[0], ex[:EXAMPLES])
 
 
 def _held_between(offsets: list[int] | None, lo: int, hi: int) -> bool:

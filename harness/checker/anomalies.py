@@ -92,8 +92,8 @@ def events(raw: DataFrame) -> DataFrame:
     """The flat table: rid, file, kind, index, process, type, f, final, acks, group, bad, pos,
     topic, partition, offset, value, generation. `process` is -1 for nemesis ops; record rows
     carry their poll's index, process, type, f, final and group, and the record's pos, topic,
-    partition, offset, value and generation; commit rows (one per offset of a commit op, any
-    type) carry the op's fields and the offset's topic, partition, offset.
+    partition, offset, value, generation and rebalance; commit rows (one per offset of a
+    commit op, any type) carry the op's fields and the offset's topic, partition, offset.
 
     Built with plain expressions only (no lambdas: Spark evaluates higher-order functions
     without code generation, which made this step 10x slower): the op itself becomes element 0
@@ -101,9 +101,10 @@ def events(raw: DataFrame) -> DataFrame:
     client = c("process") != NEMESIS
     is_send = client & (c("f") == "send")
     value = F.when(is_send, c("value").try_cast("long"))
-    rec_type = "struct<topic:string,partition:int,offset:bigint,value:bigint,generation:int>"
+    rec_type = ("struct<topic:string,partition:int,offset:bigint,value:bigint,generation:int,"
+                "rebalance:int>")
     op = F.struct(c("topic"), c("partition"), c("offset"), value.alias("value"),
-                  c("generation"))
+                  c("generation"), F.lit(None).cast("int").alias("rebalance"))
     ok_poll = client & (c("f") == "poll") & (c("type") == "ok")
     empty = F.array().cast(f"array<{rec_type}>")
     recs = F.coalesce(F.when(ok_poll, c("records")), empty)
@@ -119,6 +120,7 @@ def events(raw: DataFrame) -> DataFrame:
         | (e["offset"] < 0)
         | (e["value"].isNull() & ~is_commit)
         | (e["generation"] < 0)
+        | (e["rebalance"] < 1)
     )
     return raw.select(
         F.xxhash64("file").alias("rid"),
@@ -145,7 +147,7 @@ def events(raw: DataFrame) -> DataFrame:
         (c("pos0") - 1).alias("pos"),
         e["topic"].alias("topic"), e["partition"].alias("partition"),
         e["offset"].alias("offset"), e["value"].alias("value"),
-        e["generation"].alias("generation"),
+        e["generation"].alias("generation"), e["rebalance"].alias("rebalance"),
     )  # fmt: skip
 
 
@@ -207,7 +209,7 @@ def by_partition(ev: DataFrame, partitions: int) -> DataFrame:
     the one shuffle."""
     keep = (c("kind") != OP) | ((c("f") == F_SEND) & (c("process") >= 0))
     cols = ["rid", "topic", "partition", "kind", "index", "process", "type", "final", "pos",
-            "offset", "value", "acks", "group", "generation"]  # fmt: skip
+            "offset", "value", "acks", "group", "generation", "rebalance"]  # fmt: skip
     return ev.filter(keep).select(*cols).repartition(partitions, *PART)
 
 
@@ -292,7 +294,9 @@ def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
     # Per-process poll sequences; final and non-final polls are separate sequences, and so are
     # a group member's reads under different generations (docs/history-groups.md; null for
     # every record of a history without group polls, so those keep HISTORY.md's sequences).
-    w = Window.partitionBy(*PART, "process", "final", "generation").orderBy("index", "pos")
+    w = Window.partitionBy(*PART, "process", "final", "generation", "rebalance").orderBy(
+        "index", "pos"
+    )
     seq = part.filter(c("kind") == RECORD).select(
         *PART,
         "index",
@@ -348,32 +352,31 @@ def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
 def group_rows(part: DataFrame, final_log: DataFrame) -> list[DataFrame]:
     """docs/history-groups.md's anomalies, as `_rows` tables (see that file for the rules).
 
-    A tenure is (group, p, process, generation): a member's non-final reads of p under one
-    generation; its first read is the record with the smallest (index, pos)."""
+    A tenure is (group, p, process, generation, rebalance): a member's non-final reads of p
+    under one assignment; its first read is the record with the smallest (index, pos)."""
     key = [*PART, "group"]
+    tenure = ["process", "generation", "rebalance"]
     reads = part.filter(
         (c("kind") == RECORD) & ~c("final") & c("group").isNotNull()
         & c("generation").isNotNull()
     )
-    # The same process's previous read of p (any generation): where its position stood.
+    # The same process's previous read of p (any tenure): where its position stood.
     wp = Window.partitionBy(*key, "process").orderBy("index", "pos")
+    wt = Window.partitionBy(*key, *tenure).orderBy("index", "pos")
     first = (
-        reads.select(*key, "process", "generation", "index", "pos", "offset",
-                     F.lag("offset").over(wp).alias("prev"),
-                     F.row_number().over(
-                         Window.partitionBy(*key, "process", "generation").orderBy("index", "pos")
-                     ).alias("n"))
+        reads.select(*key, *tenure, "index", "offset", F.lag("offset").over(wp).alias("prev"),
+                     F.row_number().over(wt).alias("n"))
         .filter(c("n") == 1)
-        .select(*key, "process", "generation", "index", "offset", "prev")
+        .drop("n")
     )  # fmt: skip
     commits = part.filter(c("kind") == COMMIT).select(*key, "index", "type", "offset")
     ok = commits.filter(c("type") == TYPE["ok"])
+    f_cols = [c(f"f.{k}") for k in (*key, *tenure, "index", "offset", "prev")]
     # commit-regression: an ok commit completed before the poll that made the first read.
     acked = (
         first.alias("f").join(ok.alias("k"), key)
         .filter(c("k.index") < c("f.index"))
-        .groupBy(*[c(f"f.{k}") for k in key], c("f.process"), c("f.generation"),
-                 c("f.index"), c("f.offset"))
+        .groupBy(*f_cols)
         .agg(F.max(F.struct(c("k.offset").alias("o"), c("k.index").alias("i"))).alias("top"))
     )  # fmt: skip
     regression = acked.filter(c("offset") < c("top.o")).select(
@@ -386,10 +389,9 @@ def group_rows(part: DataFrame, final_log: DataFrame) -> list[DataFrame]:
         first.alias("f")
         .join(invoked.alias("k"),
               [*[c(f"f.{k}") == c(f"k.{k}") for k in key], c("k.index") < c("f.index")], "left")
-        .groupBy(*[c(f"f.{k}") for k in key], c("f.process"), c("f.generation"),
-                 c("f.index"), c("f.offset"), c("f.prev"))
+        .groupBy(*f_cols)
         .agg(F.max("k.offset").alias("committed"))
-        .select(*key, "index", "offset",
+        .select(*key, *tenure, "index", "offset",
                 F.coalesce(F.greatest(c("committed"), c("prev") + 1), F.lit(-1)).alias("start"))
     )  # fmt: skip
     held = final_log.select(*PART, c("offset").alias("fo"))
@@ -397,20 +399,27 @@ def group_rows(part: DataFrame, final_log: DataFrame) -> list[DataFrame]:
         bound.filter(c("offset") > c("start")).alias("b")
         .join(held.alias("h"), PART)
         .filter((c("h.fo") >= c("b.start")) & (c("h.fo") < c("b.offset")))
-        .groupBy(*[c(f"b.{k}") for k in key], c("b.index"), c("b.offset"))
-        .agg(F.min("h.fo").alias("missed"))
+        .select(*[c(f"b.{k}") for k in (*key, *tenure)], c("b.index"))
+        .distinct()
     )  # fmt: skip
     # double-assignment: two processes read p under one generation of one group.
     owners = (
-        reads.groupBy(*key, "generation", "process").agg(F.min("index").alias("i"))
+        first.groupBy(*key, "generation", "process").agg(F.min("index").alias("i"))
         .groupBy(*key, "generation")
         .agg(F.count("*").alias("members"), F.sort_array(F.collect_list("i")).alias("ex"))
         .filter(c("members") > 1)
+    )  # fmt: skip
+    # generation-reuse: one member read p under two assignments with one generation number.
+    reused = (
+        first.groupBy(*key, "process", "generation")
+        .agg(F.count("*").alias("tenures"), F.sort_array(F.collect_list("index")).alias("ex"))
+        .filter(c("tenures") > 1)
     )  # fmt: skip
     return [
         _rows(regression, "commit-regression", c("index"), F.array("commit", "index")),
         _rows(skipped, "rebalance-skip", c("index"), F.array("index")),
         _rows(owners, "double-assignment", c("ex")[0], F.slice("ex", 1, _EX_MAX)),
+        _rows(reused, "generation-reuse", c("ex")[0], F.slice("ex", 1, _EX_MAX)),
     ]
 
 

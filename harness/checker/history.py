@@ -36,6 +36,7 @@ ANOMALIES = (
     "commit-regression",
     "rebalance-skip",
     "double-assignment",
+    "generation-reuse",
 )
 # Anomalies that do not make a history invalid (HISTORY.md: `unseen-info` aside).
 INFORMATIONAL = frozenset({"unseen-info"})
@@ -57,6 +58,7 @@ def history_schema():  # -> pyspark.sql.types.StructType; pyspark imported lazil
             T.StructField("offset", T.LongType()),
             T.StructField("value", T.LongType()),
             T.StructField("generation", T.IntegerType()),  # group polls only
+            T.StructField("rebalance", T.IntegerType()),  # group polls only
         ]
     )
     return T.StructType(
@@ -255,6 +257,8 @@ class _LineChecker:
                 ("value", _is_int(r.get("value"))),
                 ("generation", r.get("generation") is None
                  or (_is_int(r.get("generation")) and r["generation"] >= 0)),
+                ("rebalance", r.get("rebalance") is None
+                 or (_is_int(r.get("rebalance")) and r["rebalance"] >= 1)),
             ):
                 if not ok:
                     self.problem(lineno, f"{field}.{key}", f"invalid: {r.get(key)!r}")

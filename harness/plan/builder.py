@@ -220,7 +220,7 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
 
     def consumers(self, node: Node, path: str) -> ConsumerSpec:
         c = self.mapping(node, path, ("count", "poll_interval_ms", "partitions", "mode", "group",
-                                      "commit", "assignor"))
+                                      "commit", "assignor", "max_poll_records"))
         kw: dict[str, Any] = {}
         if "count" in c:
             kw["count"] = self.int_(c["count"][1], f"{path}.count", 0, 1000)
@@ -232,7 +232,7 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
             if key in c:
                 kw[key] = self.enum(c[key][1], f"{path}.{key}", choices)
         mode = kw.get("mode", "assign")
-        for key in ("group", "commit", "assignor"):
+        for key in ("group", "commit", "assignor", "max_poll_records"):
             if key in c and mode != "subscribe":
                 raise self.error(c[key][0], f"{path}.{key}",
                                  "only with mode: subscribe (assign mode has no group)")
@@ -242,6 +242,9 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
                                  "not with mode: subscribe (the group subscribes to every "
                                  "topic of the plan; the coordinator assigns partitions)")
             kw["partitions"] = self.partition_list(c["partitions"][1], f"{path}.partitions")
+        if "max_poll_records" in c:
+            kw["max_poll_records"] = self.int_(c["max_poll_records"][1],
+                                               f"{path}.max_poll_records", 1, 100_000)
         if "group" in c:
             group = self.str_(c["group"][1], f"{path}.group")
             if not TOPIC_NAME.match(group):

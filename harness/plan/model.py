@@ -106,6 +106,7 @@ class ConsumerSpec:
     group: str = "highwater"
     commit: str = "sync"  # sync | none (subscribe mode)
     assignor: str = "range"  # range | roundrobin | cooperative-sticky
+    max_poll_records: int = 500  # records per poll op at most (subscribe mode)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ SINGLE = {
     "commit-regression": ("commit-regression", 1, {"t-0": 1}, [[11, 15]]),
     "rebalance-skip": ("rebalance-skip", 1, {"t-0": 1}, [[13]]),
     "double-assignment": ("double-assignment", 1, {"t-0": 1}, [[5, 7]]),
+    "generation-reuse": ("generation-reuse", 1, {"t-0": 1}, [[9, 13]]),
 }
 # group-clean: at-least-once re-reads across generations (a rewind to the acknowledged commit,
 # a member re-reading its own records in a later generation) are no anomaly.
