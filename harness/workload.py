@@ -171,6 +171,9 @@ class Workload:
         self._producers: list[threading.Thread] = []
         self._consumers: list[threading.Thread] = []
         self._restart: set[int] = set()  # member slots asked to rejoin as new processes
+        #: while set, members read but do not commit (an application that commits only now
+        #: and then, e.g. auto-commit every few seconds)
+        self.commits_held = threading.Event()
         #: member slot -> the generation of its assignment after its last poll
         self.member_generations: dict[int, int | None] = {}
 
@@ -305,7 +308,7 @@ class Workload:
                 self._count(client.poll(timeout_s=max(0.05, interval)))
                 with self._lock:
                     self.member_generations[slot] = client.generation
-                if not client.crashed and spec.commit == "sync":
+                if not client.crashed and spec.commit == "sync" and not self.commits_held.is_set():
                     op = client.commit()
                     if op is not None:
                         self._count(op)
