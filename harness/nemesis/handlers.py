@@ -28,8 +28,7 @@ from harness.plan.model import Step
 from harness.plan.state import Node
 from harness.plan.targets import Target
 
-UNSUPPORTED = {"reassign": "partition reassignment is not supported by `highwater run` yet "
-                           "(no client here sends AlterPartitionReassignments)"}
+UNSUPPORTED: dict[str, str] = {}
 
 
 class NemesisError(RuntimeError):
@@ -232,12 +231,15 @@ class LeadershipHandler(Handler):
     """Admin requests to the cluster through the client proxies."""
 
     kind = "leadership"
-    undoes = {"elect-preferred": None}
+    undoes = {"elect-preferred": None, "reassign": None}
 
     def fault(self, step: Step, targets: tuple[Node, ...], ctx: StepContext) -> Fault:
         if step.action == "elect-preferred":
             parts = list(step.params.get("partitions") or ())
             return Fault((), lambda: elect_preferred(ctx.bootstrap(), parts))
+        if step.action == "reassign":
+            part, replicas = str(step.params["partition"]), list(step.params["replicas"])
+            return Fault((), lambda: reassign(ctx.bootstrap(), part, replicas))
         raise NemesisError(UNSUPPORTED.get(step.action, f"unknown action {step.action!r}"))
 
 
@@ -268,6 +270,26 @@ def handler_for(action: str) -> Handler:
 
 def _names(nodes: Sequence[Node]) -> tuple[str, ...]:
     return tuple(node_name(n) for n in nodes)
+
+
+def reassign(bootstrap: str, partition: str, replicas: Sequence[int],
+             timeout_s: float = 30.0) -> None:
+    """AlterPartitionReassignments through the client proxies (kafka-python's admin: the one
+    client library here that sends it). Returns once the controller accepted the target; the
+    move itself (adding replicas, catching up, dropping the old ones) runs on its own, as
+    `kafka-reassign-partitions --execute` leaves it."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpTopicPartition
+
+    from harness.workload import parse_partition
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","),
+                             request_timeout_ms=int(timeout_s * 1000))
+    try:
+        admin.alter_partition_reassignments(
+            {KpTopicPartition(*parse_partition(partition)): [int(r) for r in replicas]})
+    finally:
+        admin.close()
 
 
 def elect_preferred(bootstrap: str, partitions: Sequence[str] = (), timeout_s: float = 30.0

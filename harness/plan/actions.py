@@ -136,5 +136,5 @@ _ACTIONS = [
 
 ACTIONS: dict[str, ActionSpec] = {a.name: a for a in _ACTIONS}
 # What `nemesis: {mode: random, kinds: [...]}` may name (start/resume/heal are the schedule's
-# own business; reassign has no client yet).
+# own business; reassign needs its replicas named, so a random draw cannot make one).
 RANDOM_KINDS: tuple[str, ...] = tuple(a.name for a in _ACTIONS if a.random)
