@@ -231,7 +231,7 @@ class LeadershipHandler(Handler):
     """Admin requests to the cluster through the client proxies."""
 
     kind = "leadership"
-    undoes = {"elect-preferred": None, "reassign": None}
+    undoes = {"elect-preferred": None, "reassign": None, "rebalance": None}
 
     def fault(self, step: Step, targets: tuple[Node, ...], ctx: StepContext) -> Fault:
         if step.action == "elect-preferred":
@@ -240,6 +240,11 @@ class LeadershipHandler(Handler):
         if step.action == "reassign":
             part, replicas = str(step.params["partition"]), list(step.params["replicas"])
             return Fault((), lambda: reassign(ctx.bootstrap(), part, replicas))
+        if step.action == "rebalance":
+            brokers = list(step.params.get("brokers") or ())
+            topics = list(step.params.get("topics") or ())
+            rng = ctx.rng()
+            return Fault((), lambda: rebalance(ctx.bootstrap(), topics, brokers, rng))
         raise NemesisError(UNSUPPORTED.get(step.action, f"unknown action {step.action!r}"))
 
 
@@ -290,6 +295,39 @@ def reassign(bootstrap: str, partition: str, replicas: Sequence[int],
             {KpTopicPartition(*parse_partition(partition)): [int(r) for r in replicas]})
     finally:
         admin.close()
+
+
+def rebalance(bootstrap: str, topics: Sequence[str], brokers: Sequence[int],
+              rng: random.Random, timeout_s: float = 30.0) -> dict[tuple[str, int], list[int]]:
+    """`kafka-reassign-partitions --generate` then `--execute`: the topics' current replicas
+    (metadata), the placement Kafka's tool would propose over `brokers` (nemesis.placement),
+    and one AlterPartitionReassignments for the partitions that move; returns those moves.
+    No topics: every topic but the internal ones (`__…`); no brokers: every registered one."""
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpTopicPartition
+
+    from harness.nemesis.placement import propose
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=timeout_s)
+    topics = list(topics) or sorted(t for t in md.topics if not t.startswith("__"))
+    brokers = list(brokers) or sorted(md.brokers)
+    current: dict[str, dict[int, list[int]]] = {}
+    for topic in topics:
+        t = md.topics.get(topic)
+        if t is None or t.error is not None or not t.partitions:
+            raise NemesisError(f"rebalance: topic {topic!r} is not in the cluster's metadata")
+        current[topic] = {p: list(pm.replicas) for p, pm in t.partitions.items()}
+    moves = propose(current, brokers, rng)
+    if moves:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","),
+                                 request_timeout_ms=int(timeout_s * 1000))
+        try:
+            admin.alter_partition_reassignments(
+                {KpTopicPartition(t, p): r for (t, p), r in moves.items()})
+        finally:
+            admin.close()
+    return moves
 
 
 def elect_preferred(bootstrap: str, partitions: Sequence[str] = (), timeout_s: float = 30.0
