@@ -15,6 +15,8 @@ process, every op completes before its method returns):
   commit, synchronously: one commit op with `offsets`. `ok` when the coordinator accepted every
   offset; anything else is `info` (librdkafka retries a commit internally, so a final error says
   nothing certain about an earlier attempt, the same reasoning as harness.client.classify).
+- confluent-kafka's synchronous commit takes no timeout: it is bounded by librdkafka's own
+  request timeouts (socket.timeout.ms, 10 s here) and commit retries, not by us.
 - A poll that raised makes the client `crashed` (the workload replaces it with a new process,
   hence a new member); a commit that failed does not: nothing of it is left in flight.
 
