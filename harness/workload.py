@@ -13,6 +13,10 @@ Contract:
   their own when their job is finished (producers) or when `stop()` is called; every wait is
   bounded (the stop event's wait, join with timeout). `stats` counts completions for a live
   progress display; `errors` lists slots that could not run at all (e.g. a bad client config).
+- A `subscribe` ConsumerSpec runs group members instead (harness.group_client): each polls
+  once per `poll_interval_ms` (at most `max_poll_records` per poll) and, with `commit: sync`,
+  commits what it read after every poll that read something; `restart_member(slot)` replaces
+  a member by a new process (a rebalance on demand).
 - `workload_from_plan(plan, ...)` builds a Workload from a plan's WorkloadSpec/ClusterSpec.
 """
 
@@ -27,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from harness.client import ConsumerClient, ProcessIds, ProducerClient
+from harness.group_client import GroupConsumerClient
 from harness.plan.model import ClusterSpec, ConsumerSpec, Plan, ProducerSpec
 from harness.store.history import HistoryWriter
 
@@ -145,6 +150,7 @@ class Workload:
         self, bootstrap: str | Callable[[], str], history: HistoryWriter,
         producers: Sequence[ProducerJob], consumers: ConsumerSpec | None = None,
         consumer_partitions: Sequence[TopicPartition] = (),
+        consumer_topics: Sequence[str] = (),
         new_process: Callable[[], int] | None = None, values: Values | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -154,6 +160,7 @@ class Workload:
         self.producer_jobs = list(producers)
         self.consumer_spec = consumers
         self.consumer_partitions = list(consumer_partitions)
+        self.consumer_topics = list(consumer_topics)
         self.new_process = new_process or ProcessIds()
         self.values = values or Values()
         self.clock = clock
@@ -163,6 +170,12 @@ class Workload:
         self._lock = threading.Lock()
         self._producers: list[threading.Thread] = []
         self._consumers: list[threading.Thread] = []
+        self._restart: set[int] = set()  # member slots asked to rejoin as new processes
+        #: while set, members read but do not commit (an application that commits only now
+        #: and then, e.g. auto-commit every few seconds)
+        self.commits_held = threading.Event()
+        #: member slot -> the generation of its assignment after its last poll
+        self.member_generations: dict[int, int | None] = {}
 
     # -------------------------------------------------------------- control
 
@@ -170,7 +183,11 @@ class Workload:
         for job in self.producer_jobs:
             self._producers.append(self._thread(f"producer-{job.slot}", self._produce, job))
         spec = self.consumer_spec
-        if spec is not None and self.consumer_partitions:
+        if spec is not None and spec.mode == "subscribe" and self.consumer_topics:
+            for slot in range(spec.count):
+                self._consumers.append(
+                    self._thread(f"member-{slot}", self._member, (slot, spec)))
+        elif spec is not None and self.consumer_partitions:
             for slot in range(spec.count):
                 self._consumers.append(self._thread(f"consumer-{slot}", self._consume, spec))
 
@@ -256,6 +273,53 @@ class Workload:
             if client is not None:
                 client.close()
 
+    def restart_member(self, slot: int) -> None:
+        """Member `slot` closes its consumer (LeaveGroup) and joins again as a new process:
+        a replaced consumer, and a rebalance, on demand."""
+        with self._lock:
+            self._restart.add(slot)
+
+    def _member(self, arg: tuple[int, ConsumerSpec]) -> None:
+        """A group member: poll, commit what it read (commit: sync), replaced when it crashes
+        or when restart_member asks."""
+        slot, spec = arg
+        interval = spec.poll_interval_ms / 1000
+        # A member polls once per interval (not back to back): with max_poll_records it reads
+        # at a known pace, so a plan can keep a backlog for it during a fault.
+        pacer = Pacer(1 / interval, self.clock())
+        client: GroupConsumerClient | None = None
+        try:
+            while not self.stop_event.is_set():
+                if self.stop_event.wait(pacer.delay(self.clock())):
+                    break
+                pacer.started(self.clock())
+                with self._lock:
+                    restart = slot in self._restart
+                    self._restart.discard(slot)
+                if restart and client is not None:
+                    client.close()
+                    client = None
+                if client is None:
+                    client = GroupConsumerClient(
+                        self.new_process(), self._bootstrap(), self.history,
+                        self.consumer_topics, spec.group, assignor=spec.assignor,
+                        max_records=spec.max_poll_records,
+                    )
+                self._count(client.poll(timeout_s=max(0.05, interval)))
+                with self._lock:
+                    self.member_generations[slot] = client.generation
+                if not client.crashed and spec.commit == "sync" and not self.commits_held.is_set():
+                    op = client.commit()
+                    if op is not None:
+                        self._count(op)
+                if client.crashed:
+                    client.close()
+                    client = None
+                    self.stop_event.wait(interval)
+        finally:
+            if client is not None:
+                client.close()
+
 
 def workload_from_plan(
     plan: Plan, bootstrap: str | Callable[[], str], history: HistoryWriter,
@@ -270,6 +334,8 @@ def workload_from_plan(
         )
     consumers = plan.workload.consumers
     parts = [parse_partition(p) for p in consumers.partitions] or all_partitions(plan.cluster)
+    topics = [t.name for t in plan.cluster.topics] if consumers.mode == "subscribe" else []
     return Workload(
-        bootstrap, history, producer_jobs(specs, plan.cluster), consumers, parts, new_process
+        bootstrap, history, producer_jobs(specs, plan.cluster), consumers, parts, topics,
+        new_process,
     )

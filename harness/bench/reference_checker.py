@@ -38,6 +38,7 @@ def reference_check(path: str | Path) -> dict[str, Any]:
     last_read: dict[tuple, tuple[int, int]] = {}  # (process, final, p) -> (offset, index)
     seq_events: list[tuple] = []  # (p, kind, prev_offset, offset, prev_index, index)
     stats = dict.fromkeys(("sends", "acked", "failed", "info", "polls"), 0)
+    groups = _GroupReads()
 
     def see(table: dict, p: tuple, offset: int, value: int, index: int) -> None:
         vals = table[p].setdefault(offset, {})
@@ -49,8 +50,12 @@ def reference_check(path: str | Path) -> dict[str, Any]:
         if process == "nemesis":
             continue
         index, typ, f = op["index"], op["type"], op["f"]
+        if f == "commit":
+            groups.commit(op)
         if typ == "invoke":
             in_flight[process] = index
+            if f == "commit":
+                continue
             if f == "send":
                 stats["sends"] += 1
                 sent_parts.setdefault((op["topic"], op["partition"]), index)
@@ -58,6 +63,8 @@ def reference_check(path: str | Path) -> dict[str, Any]:
                 stats["polls"] += 1
             continue
         invoke = in_flight.pop(process)
+        if f == "commit":
+            continue
         if f == "send":
             p = (op["topic"], op["partition"])
             stats[{"ok": "acked", "fail": "failed", "info": "info"}[typ]] += 1
@@ -75,7 +82,9 @@ def reference_check(path: str | Path) -> dict[str, Any]:
                 see(final, p, offset, value, index)
             elif (offset, value) not in nonfinal[p]:
                 nonfinal[p][(offset, value)] = index
-            key = (process, is_final, p)
+            if not is_final:
+                groups.read(op, r)
+            key = (process, is_final, p, r.get("generation"), r.get("rebalance"))
             prev = last_read.get(key)
             if prev is not None:
                 seq_events.append((p, prev[0], offset, prev[1], index))
@@ -135,7 +144,63 @@ def reference_check(path: str | Path) -> dict[str, Any]:
         if p not in final:
             add("no-final-read", p, first, [first])
 
+    groups.anomalies(add, final_offsets)
+
     return {"anomalies": _tables(found), "stats": _stats(stats, found["lost-write"])}
+
+
+class _GroupReads:
+    """docs/history-groups.md's anomalies: member reads (tenures) and commits, per group."""
+
+    def __init__(self) -> None:
+        # (group, p, process, generation, rebalance) -> (index of the first read, its offset,
+        # the offset this process read of p just before, or None)
+        self.first: dict[tuple, tuple[int, int, int | None]] = {}
+        self.last: dict[tuple, int] = {}  # (group, p, process) -> last offset read
+        self.invoked: dict[tuple, list[tuple[int, int]]] = defaultdict(list)  # (g, p) -> [(i, o)]
+        self.acked: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+
+    def commit(self, op: dict) -> None:
+        table = {"invoke": self.invoked, "ok": self.acked}.get(op["type"])
+        if table is None:
+            return
+        for o in op["offsets"]:
+            table[(op["group"], (o["topic"], o["partition"]))].append((op["index"], o["offset"]))
+
+    def read(self, op: dict, r: dict) -> None:
+        group, gen = op.get("group"), r.get("generation")
+        if group is None or gen is None:
+            return
+        p = (r["topic"], r["partition"])
+        mine = (group, p, op["process"])
+        tenure = (*mine, gen, r.get("rebalance"))
+        self.first.setdefault(tenure, (op["index"], r["offset"], self.last.get(mine)))
+        self.last[mine] = r["offset"]
+
+    def anomalies(self, add, final_offsets: dict[tuple, list[int]]) -> None:
+        owners: dict[tuple, dict[Any, int]] = defaultdict(dict)
+        tenures: dict[tuple, list[int]] = defaultdict(list)
+        for (group, p, process, gen, _), (index, offset, prev) in self.first.items():
+            mine = owners[(group, p, gen)]
+            mine[process] = min(index, mine.get(process, index))
+            tenures[(group, p, process, gen)].append(index)
+            acked = [(o, i) for i, o in self.acked[(group, p)] if i < index]
+            if acked and offset < max(acked)[0]:
+                add("commit-regression", p, index, [max(acked)[1], index])
+            committed = [o for i, o in self.invoked[(group, p)] if i < index]
+            bounds = committed + ([prev + 1] if prev is not None else [])
+            start = max(bounds) if bounds else -1
+            held = final_offsets.get(p)
+            if offset > start and held and _held_between(held, start - 1, offset):
+                add("rebalance-skip", p, index, [index])
+        for (_, p, _), readers in owners.items():
+            if len(readers) > 1:
+                ex = sorted(readers.values())
+                add("double-assignment", p, ex[0], ex[:EXAMPLES])
+        for (_, p, _, _), firsts in tenures.items():
+            if len(firsts) > 1:
+                ex = sorted(firsts)
+                add("generation-reuse", p, ex[0], ex[:EXAMPLES])
 
 
 def _held_between(offsets: list[int] | None, lo: int, hi: int) -> bool:

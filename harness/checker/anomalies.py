@@ -20,13 +20,13 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from harness.checker.history import ACKS, NEMESIS, PHASES, TYPES
+from harness.checker.history import ACKS, CLIENT_FS, NEMESIS, PHASES, TYPES
 
 # Codes of the flat table (tinyint): type, f and acks as small integers.
 TYPE = {t: i for i, t in enumerate(TYPES)}  # invoke 0, ok 1, fail 2, info 3
-F_SEND, F_POLL, F_OTHER = 0, 1, 2
+F_SEND, F_POLL, F_COMMIT, F_OTHER = 0, 1, 2, 3
 ACKS_CODE = {a: i for i, a in enumerate(ACKS)}  # "0" 0, "1" 1, "all" 2
-OP, RECORD = 0, 1
+OP, RECORD, COMMIT = 0, 1, 2  # COMMIT: one row per offset of a commit op
 _EX_MAX = 10
 PART = ["rid", "topic", "partition"]
 
@@ -54,6 +54,7 @@ def row_problem(value: Column) -> Column:
     client = c("process") != NEMESIS
     send = client & (c("f") == "send")
     poll = client & (c("f") == "poll")
+    commit = client & (c("f") == "commit")
     return _first_problem(
         (c("_corrupt_record").isNotNull(), "bad JSON or a field of the wrong type"),
         (c("index").isNull(), "index missing"),
@@ -64,7 +65,7 @@ def row_problem(value: Column) -> Column:
         (c("f").isNull(), "f missing"),
         (~client & (c("type") != "info"), "nemesis ops must be info"),
         (~client & (c("phase").isNull() | ~c("phase").isin(*PHASES)), "nemesis phase invalid"),
-        (client & ~c("f").isin("send", "poll"), "client f must be send or poll"),
+        (client & ~c("f").isin(*CLIENT_FS), "client f must be send, poll or commit"),
         (send & (c("topic").isNull() | c("partition").isNull()), "send topic/partition missing"),
         (send & (c("partition") < 0), "send partition negative"),
         (
@@ -80,13 +81,19 @@ def row_problem(value: Column) -> Column:
         (send & c("type").isin("fail", "info") & c("error").isNull(), "send error missing"),
         (poll & c("final").isNull(), "poll final missing"),
         (poll & (c("type") == "ok") & c("records").isNull(), "ok poll needs records"),
+        (commit & (c("group").isNull() | (c("group") == "")), "commit group missing"),
+        (commit & (c("offsets").isNull() | (F.size("offsets") == 0)), "commit offsets missing"),
+        (commit & c("type").isin("fail", "info") & c("error").isNull(), "commit error missing"),
+        (c("generation") < 0, "generation negative"),
     )
 
 
 def events(raw: DataFrame) -> DataFrame:
-    """The flat table: rid, file, kind, index, process, type, f, final, acks, bad, pos, topic,
-    partition, offset, value. `process` is -1 for nemesis ops; record rows carry their poll's
-    index, process, type, f and final, and the record's pos, topic, partition, offset, value.
+    """The flat table: rid, file, kind, index, process, type, f, final, acks, group, bad, pos,
+    topic, partition, offset, value, generation. `process` is -1 for nemesis ops; record rows
+    carry their poll's index, process, type, f, final and group, and the record's pos, topic,
+    partition, offset, value, generation and rebalance; commit rows (one per offset of a
+    commit op, any type) carry the op's fields and the offset's topic, partition, offset.
 
     Built with plain expressions only (no lambdas: Spark evaluates higher-order functions
     without code generation, which made this step 10x slower): the op itself becomes element 0
@@ -94,19 +101,26 @@ def events(raw: DataFrame) -> DataFrame:
     client = c("process") != NEMESIS
     is_send = client & (c("f") == "send")
     value = F.when(is_send, c("value").try_cast("long"))
-    rec_type = "struct<topic:string,partition:int,offset:bigint,value:bigint>"
-    op = F.struct(c("topic"), c("partition"), c("offset"), value.alias("value"))
+    rec_type = ("struct<topic:string,partition:int,offset:bigint,value:bigint,generation:int,"
+                "rebalance:int>")
+    op = F.struct(c("topic"), c("partition"), c("offset"), value.alias("value"),
+                  c("generation"), F.lit(None).cast("int").alias("rebalance"))
     ok_poll = client & (c("f") == "poll") & (c("type") == "ok")
-    recs = F.coalesce(F.when(ok_poll, c("records")), F.array().cast(f"array<{rec_type}>"))
+    empty = F.array().cast(f"array<{rec_type}>")
+    recs = F.coalesce(F.when(ok_poll, c("records")), empty)
+    offs = F.coalesce(F.when(client & (c("f") == "commit"), c("offsets")), empty)
     e = c("e")
     record = c("pos0") > 0
+    is_commit = c("f") == F_COMMIT
     bad_record = record & (
         e["topic"].isNull()
         | e["partition"].isNull()
         | (e["partition"] < 0)
         | e["offset"].isNull()
         | (e["offset"] < 0)
-        | e["value"].isNull()
+        | (e["value"].isNull() & ~is_commit)
+        | (e["generation"] < 0)
+        | (e["rebalance"] < 1)
     )
     return raw.select(
         F.xxhash64("file").alias("rid"),
@@ -116,20 +130,24 @@ def events(raw: DataFrame) -> DataFrame:
         _code(c("type"), TYPE).alias("type"),
         F.when(c("f") == "send", F.lit(F_SEND))
         .when(c("f") == "poll", F.lit(F_POLL))
+        .when(c("f") == "commit", F.lit(F_COMMIT))
         .otherwise(F.lit(F_OTHER))
         .cast("tinyint")
         .alias("f"),
         "final",
         _code(c("acks"), ACKS_CODE).alias("acks"),
+        "group",
         row_problem(value).isNotNull().alias("bad_op"),
-        F.posexplode(F.concat(F.array(op), recs)).alias("pos0", "e"),
+        F.posexplode(F.concat(F.array(op), recs, offs)).alias("pos0", "e"),
     ).select(
-        "rid", "file", "index", "process", "type", "f", "final", "acks",
+        "rid", "file", "index", "process", "type", "f", "final", "acks", "group",
         (F.when(record, F.lit(False)).otherwise(c("bad_op")) | bad_record).alias("bad"),
-        F.when(record, F.lit(RECORD)).otherwise(F.lit(OP)).cast("tinyint").alias("kind"),
+        F.when(~record, F.lit(OP)).when(is_commit, F.lit(COMMIT)).otherwise(F.lit(RECORD))
+        .cast("tinyint").alias("kind"),
         (c("pos0") - 1).alias("pos"),
         e["topic"].alias("topic"), e["partition"].alias("partition"),
         e["offset"].alias("offset"), e["value"].alias("value"),
+        e["generation"].alias("generation"), e["rebalance"].alias("rebalance"),
     )  # fmt: skip
 
 
@@ -187,10 +205,11 @@ def order_problems(ev: DataFrame) -> DataFrame:
 
 
 def by_partition(ev: DataFrame, partitions: int) -> DataFrame:
-    """Records and client send ops, hash-partitioned by (rid, topic, partition): the one shuffle."""
-    keep = (c("kind") == RECORD) | ((c("f") == F_SEND) & (c("process") >= 0))
+    """Records, client send ops and commit offsets, hash-partitioned by (rid, topic, partition):
+    the one shuffle."""
+    keep = (c("kind") != OP) | ((c("f") == F_SEND) & (c("process") >= 0))
     cols = ["rid", "topic", "partition", "kind", "index", "process", "type", "final", "pos",
-            "offset", "value", "acks"]  # fmt: skip
+            "offset", "value", "acks", "group", "generation", "rebalance"]  # fmt: skip
     return ev.filter(keep).select(*cols).repartition(partitions, *PART)
 
 
@@ -211,7 +230,7 @@ def observations(part: DataFrame) -> DataFrame:
     (`obs`), the first final poll that read it (`fidx`) and the first non-final one (`nfidx`).
     F[p] is the rows with `fidx`; the caller caches this (it feeds most checks)."""
     rec = c("kind") == RECORD
-    seen = rec | ((c("type") == TYPE["ok"]) & c("offset").isNotNull())
+    seen = rec | ((c("kind") == OP) & (c("type") == TYPE["ok"]) & c("offset").isNotNull())
     return (
         part.filter(seen)
         .groupBy(*PART, "offset", "value")
@@ -272,8 +291,12 @@ def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
         .agg(F.sort_array(F.collect_list("fidx")).alias("ex"))
     )
 
-    # Per-process poll sequences; final and non-final polls are separate sequences.
-    w = Window.partitionBy(*PART, "process", "final").orderBy("index", "pos")
+    # Per-process poll sequences; final and non-final polls are separate sequences, and so are
+    # a group member's reads under different generations (docs/history-groups.md; null for
+    # every record of a history without group polls, so those keep HISTORY.md's sequences).
+    w = Window.partitionBy(*PART, "process", "final", "generation", "rebalance").orderBy(
+        "index", "pos"
+    )
     seq = part.filter(c("kind") == RECORD).select(
         *PART,
         "index",
@@ -318,11 +341,86 @@ def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
         _rows(lost_failure, "lost-failure", c("inv"), F.array("inv", "idx", "fmin")),
         _rows(unseen_info, "unseen-info", c("inv"), F.array("inv", "idx", "fmin")),
         _rows(no_final, "no-final-read", c("i"), F.array("i")),
+        *group_rows(part, final_log),
     ]
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)
     return out
+
+
+def group_rows(part: DataFrame, final_log: DataFrame) -> list[DataFrame]:
+    """docs/history-groups.md's anomalies, as `_rows` tables (see that file for the rules).
+
+    A tenure is (group, p, process, generation, rebalance): a member's non-final reads of p
+    under one assignment; its first read is the record with the smallest (index, pos)."""
+    key = [*PART, "group"]
+    tenure = ["process", "generation", "rebalance"]
+    reads = part.filter(
+        (c("kind") == RECORD) & ~c("final") & c("group").isNotNull()
+        & c("generation").isNotNull()
+    )
+    # The same process's previous read of p (any tenure): where its position stood.
+    wp = Window.partitionBy(*key, "process").orderBy("index", "pos")
+    wt = Window.partitionBy(*key, *tenure).orderBy("index", "pos")
+    first = (
+        reads.select(*key, *tenure, "index", "offset", F.lag("offset").over(wp).alias("prev"),
+                     F.row_number().over(wt).alias("n"))
+        .filter(c("n") == 1)
+        .drop("n")
+    )  # fmt: skip
+    commits = part.filter(c("kind") == COMMIT).select(*key, "index", "type", "offset")
+    ok = commits.filter(c("type") == TYPE["ok"])
+    f_cols = [c(f"f.{k}") for k in (*key, *tenure, "index", "offset", "prev")]
+    # commit-regression: an ok commit completed before the poll that made the first read.
+    acked = (
+        first.alias("f").join(ok.alias("k"), key)
+        .filter(c("k.index") < c("f.index"))
+        .groupBy(*f_cols)
+        .agg(F.max(F.struct(c("k.offset").alias("o"), c("k.index").alias("i"))).alias("top"))
+    )  # fmt: skip
+    regression = acked.filter(c("offset") < c("top.o")).select(
+        *key, "index", c("top.i").alias("commit")
+    )
+    # rebalance-skip: the most a group could have committed (any commit invoked before the
+    # first read's poll completed) or the process's own position, whichever is further.
+    invoked = commits.filter(c("type") == TYPE["invoke"])
+    bound = (
+        first.alias("f")
+        .join(invoked.alias("k"),
+              [*[c(f"f.{k}") == c(f"k.{k}") for k in key], c("k.index") < c("f.index")], "left")
+        .groupBy(*f_cols)
+        .agg(F.max("k.offset").alias("committed"))
+        .select(*key, *tenure, "index", "offset",
+                F.coalesce(F.greatest(c("committed"), c("prev") + 1), F.lit(-1)).alias("start"))
+    )  # fmt: skip
+    held = final_log.select(*PART, c("offset").alias("fo"))
+    skipped = (
+        bound.filter(c("offset") > c("start")).alias("b")
+        .join(held.alias("h"), PART)
+        .filter((c("h.fo") >= c("b.start")) & (c("h.fo") < c("b.offset")))
+        .select(*[c(f"b.{k}") for k in (*key, *tenure)], c("b.index"))
+        .distinct()
+    )  # fmt: skip
+    # double-assignment: two processes read p under one generation of one group.
+    owners = (
+        first.groupBy(*key, "generation", "process").agg(F.min("index").alias("i"))
+        .groupBy(*key, "generation")
+        .agg(F.count("*").alias("members"), F.sort_array(F.collect_list("i")).alias("ex"))
+        .filter(c("members") > 1)
+    )  # fmt: skip
+    # generation-reuse: one member read p under two assignments with one generation number.
+    reused = (
+        first.groupBy(*key, "process", "generation")
+        .agg(F.count("*").alias("tenures"), F.sort_array(F.collect_list("index")).alias("ex"))
+        .filter(c("tenures") > 1)
+    )  # fmt: skip
+    return [
+        _rows(regression, "commit-regression", c("index"), F.array("commit", "index")),
+        _rows(skipped, "rebalance-skip", c("index"), F.array("index")),
+        _rows(owners, "double-assignment", c("ex")[0], F.slice("ex", 1, _EX_MAX)),
+        _rows(reused, "generation-reuse", c("ex")[0], F.slice("ex", 1, _EX_MAX)),
+    ]
 
 
 def top_examples(rows: DataFrame) -> DataFrame:

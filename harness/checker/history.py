@@ -18,6 +18,7 @@ from typing import Any
 from harness.store.history import NEMESIS, PHASES, TYPES, HistoryLine, read_history
 
 ACKS = ("0", "1", "all")
+CLIENT_FS = ("send", "poll", "commit")  # commit: docs/history-groups.md
 
 # Every anomaly name of HISTORY.md, in the order results.json lists them.
 ANOMALIES = (
@@ -30,6 +31,12 @@ ANOMALIES = (
     "lost-failure",
     "unseen-info",
     "no-final-read",
+    # Consumer-group anomalies (docs/history-groups.md): only histories with group polls and
+    # commit ops can have them.
+    "commit-regression",
+    "rebalance-skip",
+    "double-assignment",
+    "generation-reuse",
 )
 # Anomalies that do not make a history invalid (HISTORY.md: `unseen-info` aside).
 INFORMATIONAL = frozenset({"unseen-info"})
@@ -50,6 +57,8 @@ def history_schema():  # -> pyspark.sql.types.StructType; pyspark imported lazil
             T.StructField("partition", T.IntegerType()),
             T.StructField("offset", T.LongType()),
             T.StructField("value", T.LongType()),
+            T.StructField("generation", T.IntegerType()),  # group polls only
+            T.StructField("rebalance", T.IntegerType()),  # group polls only
         ]
     )
     return T.StructType(
@@ -70,6 +79,11 @@ def history_schema():  # -> pyspark.sql.types.StructType; pyspark imported lazil
             T.StructField("final", T.BooleanType()),
             T.StructField("records", T.ArrayType(record)),
             T.StructField("phase", T.StringType()),
+            # docs/history-groups.md: group polls and commits. `offsets` is read with the record
+            # type (value and generation then null), so one array type holds both.
+            T.StructField("group", T.StringType()),
+            T.StructField("generation", T.IntegerType()),
+            T.StructField("offsets", T.ArrayType(record)),
             T.StructField("_corrupt_record", T.StringType()),
         ]
     )
@@ -125,9 +139,12 @@ class _LineChecker:
             self._send(lineno, op)
         elif op["f"] == "poll":
             self._poll(lineno, op)
+        elif op["f"] == "commit":
+            self._commit(lineno, op)
         else:
-            self.problem(lineno, "f", f"client ops are 'send' or 'poll', got {op['f']!r}")
-        if op["process"] != NEMESIS and op["f"] in ("send", "poll"):
+            self.problem(lineno, "f", f"client ops are {', '.join(map(repr, CLIENT_FS))}, "
+                                      f"got {op['f']!r}")
+        if op["process"] != NEMESIS and op["f"] in CLIENT_FS:
             self._pairing(lineno, op)
 
     def _common(self, lineno: int, op: dict[str, Any]) -> None:
@@ -182,9 +199,46 @@ class _LineChecker:
             if first != lineno:
                 self.problem(lineno, "value", f"{op['value']} already sent on line {first}")
 
+    def _group_fields(self, lineno: int, op: dict[str, Any], required: bool) -> None:
+        group = op.get("group")
+        if (required or group is not None) and (not isinstance(group, str) or not group):
+            self.problem(lineno, "group", f"must be a non-empty string, got {group!r}")
+        gen = op.get("generation")
+        if gen is not None and (not _is_int(gen) or gen < 0):
+            self.problem(lineno, "generation", f"must be an integer >= 0, got {gen!r}")
+
+    def _commit(self, lineno: int, op: dict[str, Any]) -> None:
+        self._group_fields(lineno, op, required=True)
+        offsets = op.get("offsets")
+        if not isinstance(offsets, list) or not offsets:
+            self.problem(lineno, "offsets", f"must be a non-empty list, got {offsets!r}")
+            return
+        for i, o in enumerate(offsets):
+            field = f"offsets[{i}]"
+            if not isinstance(o, dict):
+                self.problem(lineno, field, "must be an object")
+                continue
+            for key, ok in (
+                ("topic", isinstance(o.get("topic"), str) and bool(o.get("topic"))),
+                ("partition", _is_int(o.get("partition")) and o.get("partition", -1) >= 0),
+                ("offset", _is_int(o.get("offset")) and o.get("offset", -1) >= 0),
+            ):
+                if not ok:
+                    self.problem(lineno, f"{field}.{key}", f"invalid: {o.get(key)!r}")
+        if op["type"] in ("fail", "info") and not isinstance(op.get("error"), str):
+            self.problem(lineno, "error", f"{op['type']} commit needs the client's error name")
+
     def _poll(self, lineno: int, op: dict[str, Any]) -> None:
         if not isinstance(op.get("final"), bool):
             self.problem(lineno, "final", f"must be true or false, got {op.get('final')!r}")
+        self._group_fields(lineno, op, required=False)
+        assignment = op.get("assignment")
+        if assignment is not None and not (
+            isinstance(assignment, list)
+            and all(isinstance(a, dict) and isinstance(a.get("topic"), str)
+                    and _is_int(a.get("partition")) for a in assignment)
+        ):
+            self.problem(lineno, "assignment", "must be a list of {topic, partition}")
         if op["type"] != "ok":
             return
         records = op.get("records")
@@ -201,6 +255,10 @@ class _LineChecker:
                 ("partition", _is_int(r.get("partition")) and r.get("partition", -1) >= 0),
                 ("offset", _is_int(r.get("offset")) and r.get("offset", -1) >= 0),
                 ("value", _is_int(r.get("value"))),
+                ("generation", r.get("generation") is None
+                 or (_is_int(r.get("generation")) and r["generation"] >= 0)),
+                ("rebalance", r.get("rebalance") is None
+                 or (_is_int(r.get("rebalance")) and r["rebalance"] >= 1)),
             ):
                 if not ok:
                     self.problem(lineno, f"{field}.{key}", f"invalid: {r.get(key)!r}")

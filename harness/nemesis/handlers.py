@@ -28,8 +28,7 @@ from harness.plan.model import Step
 from harness.plan.state import Node
 from harness.plan.targets import Target
 
-UNSUPPORTED = {"reassign": "partition reassignment is not supported by `highwater run` yet "
-                           "(no client here sends AlterPartitionReassignments)"}
+UNSUPPORTED: dict[str, str] = {}
 
 
 class NemesisError(RuntimeError):
@@ -249,12 +248,20 @@ class LeadershipHandler(Handler):
     """Admin requests to the cluster through the client proxies."""
 
     kind = "leadership"
-    undoes = {"elect-preferred": None}
+    undoes = {"elect-preferred": None, "reassign": None, "rebalance": None}
 
     def fault(self, step: Step, targets: tuple[Node, ...], ctx: StepContext) -> Fault:
         if step.action == "elect-preferred":
             parts = list(step.params.get("partitions") or ())
             return Fault((), lambda: elect_preferred(ctx.bootstrap(), parts))
+        if step.action == "reassign":
+            part, replicas = str(step.params["partition"]), list(step.params["replicas"])
+            return Fault((), lambda: reassign(ctx.bootstrap(), part, replicas))
+        if step.action == "rebalance":
+            brokers = list(step.params.get("brokers") or ())
+            topics = list(step.params.get("topics") or ())
+            rng = ctx.rng()
+            return Fault((), lambda: rebalance(ctx.bootstrap(), topics, brokers, rng))
         raise NemesisError(UNSUPPORTED.get(step.action, f"unknown action {step.action!r}"))
 
 
@@ -285,6 +292,59 @@ def handler_for(action: str) -> Handler:
 
 def _names(nodes: Sequence[Node]) -> tuple[str, ...]:
     return tuple(node_name(n) for n in nodes)
+
+
+def reassign(bootstrap: str, partition: str, replicas: Sequence[int],
+             timeout_s: float = 30.0) -> None:
+    """AlterPartitionReassignments through the client proxies (kafka-python's admin: the one
+    client library here that sends it). Returns once the controller accepted the target; the
+    move itself (adding replicas, catching up, dropping the old ones) runs on its own, as
+    `kafka-reassign-partitions --execute` leaves it."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpTopicPartition
+
+    from harness.workload import parse_partition
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","),
+                             request_timeout_ms=int(timeout_s * 1000))
+    try:
+        admin.alter_partition_reassignments(
+            {KpTopicPartition(*parse_partition(partition)): [int(r) for r in replicas]})
+    finally:
+        admin.close()
+
+
+def rebalance(bootstrap: str, topics: Sequence[str], brokers: Sequence[int],
+              rng: random.Random, timeout_s: float = 30.0) -> dict[tuple[str, int], list[int]]:
+    """`kafka-reassign-partitions --generate` then `--execute`: the topics' current replicas
+    (metadata), the placement Kafka's tool would propose over `brokers` (nemesis.placement),
+    and one AlterPartitionReassignments for the partitions that move; returns those moves.
+    No topics: every topic but the internal ones (`__…`); no brokers: every registered one."""
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpTopicPartition
+
+    from harness.nemesis.placement import propose
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=timeout_s)
+    topics = list(topics) or sorted(t for t in md.topics if not t.startswith("__"))
+    brokers = list(brokers) or sorted(md.brokers)
+    current: dict[str, dict[int, list[int]]] = {}
+    for topic in topics:
+        t = md.topics.get(topic)
+        if t is None or t.error is not None or not t.partitions:
+            raise NemesisError(f"rebalance: topic {topic!r} is not in the cluster's metadata")
+        current[topic] = {p: list(pm.replicas) for p, pm in t.partitions.items()}
+    moves = propose(current, brokers, rng)
+    if moves:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","),
+                                 request_timeout_ms=int(timeout_s * 1000))
+        try:
+            admin.alter_partition_reassignments(
+                {KpTopicPartition(t, p): r for (t, p), r in moves.items()})
+        finally:
+            admin.close()
+    return moves
 
 
 def elect_preferred(bootstrap: str, partitions: Sequence[str] = (), timeout_s: float = 30.0

@@ -31,7 +31,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Param:
-    type: str  # "int" | "float" | "bool" | "enum" | "partition" | "partitions" | "brokers"
+    # "int" | "float" | "bool" | "enum" | "partition" | "partitions" | "brokers" | "topics"
+    type: str
     required: bool = False
     default: Any = None
     min: float | None = None
@@ -147,10 +148,17 @@ _ACTIONS = [
     ActionSpec("reassign", "leadership", "reassign a partition to new replicas",
                params={"partition": Param("partition", required=True),
                        "replicas": Param("brokers", required=True)}),
+    ActionSpec("rebalance", "leadership", "move every partition of the plan's topics (or "
+               "`topics`) to the placement `kafka-reassign-partitions --generate` would propose "
+               "over `brokers`, then execute it (AlterPartitionReassignments)",
+               params={"brokers": Param("brokers", default=(),
+                                        help="default: every broker of the plan"),
+                       "topics": Param("topics", default=(),
+                                       help="default: every topic of the plan")}),
     ActionSpec("heal-all", "heal", "heal the network, resume, start, unstall: everything"),
 ]
 
 ACTIONS: dict[str, ActionSpec] = {a.name: a for a in _ACTIONS}
 # What `nemesis: {mode: random, kinds: [...]}` may name (start/resume/heal are the schedule's
-# own business; reassign has no client yet).
+# own business; reassign needs its replicas named, so a random draw cannot make one).
 RANDOM_KINDS: tuple[str, ...] = tuple(a.name for a in _ACTIONS if a.random)

@@ -32,6 +32,9 @@ from harness.plan.modes import ModesMixin
 from harness.plan.steps import MAX_SECONDS, MAX_TIMEOUT, StepsMixin
 from harness.plan.yamlnodes import NodeReader, describe, join, suggest
 
+CONSUMER_MODES = ("assign", "subscribe")
+COMMIT_MODES = ("sync", "none")
+ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
 
@@ -211,18 +214,44 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
                 raise self.error(pnode, ppath, "needs at least one producer group")
         else:
             producers = (self.producer(pnode, ppath),)
-        consumers = ConsumerSpec()
-        if "consumers" in m:
-            cpath = f"{path}.consumers"
-            c = self.mapping(m["consumers"][1], cpath, ("count", "poll_interval_ms", "partitions"))
-            consumers = ConsumerSpec(
-                count=self.int_(c["count"][1], f"{cpath}.count", 0, 1000) if "count" in c else 1,
-                poll_interval_ms=(self.int_(c["poll_interval_ms"][1], f"{cpath}.poll_interval_ms",
-                                            1, 60_000) if "poll_interval_ms" in c else 100),
-                partitions=(self.partition_list(c["partitions"][1], f"{cpath}.partitions")
-                            if "partitions" in c else ()),
-            )
+        consumers = (self.consumers(m["consumers"][1], f"{path}.consumers")
+                     if "consumers" in m else ConsumerSpec())
         return WorkloadSpec(producers, consumers)
+
+    def consumers(self, node: Node, path: str) -> ConsumerSpec:
+        c = self.mapping(node, path, ("count", "poll_interval_ms", "partitions", "mode", "group",
+                                      "commit", "assignor", "max_poll_records"))
+        kw: dict[str, Any] = {}
+        if "count" in c:
+            kw["count"] = self.int_(c["count"][1], f"{path}.count", 0, 1000)
+        if "poll_interval_ms" in c:
+            kw["poll_interval_ms"] = self.int_(c["poll_interval_ms"][1],
+                                               f"{path}.poll_interval_ms", 1, 60_000)
+        for key, choices in (("mode", CONSUMER_MODES), ("commit", COMMIT_MODES),
+                             ("assignor", ASSIGNORS)):
+            if key in c:
+                kw[key] = self.enum(c[key][1], f"{path}.{key}", choices)
+        mode = kw.get("mode", "assign")
+        for key in ("group", "commit", "assignor", "max_poll_records"):
+            if key in c and mode != "subscribe":
+                raise self.error(c[key][0], f"{path}.{key}",
+                                 "only with mode: subscribe (assign mode has no group)")
+        if "partitions" in c:
+            if mode == "subscribe":
+                raise self.error(c["partitions"][0], f"{path}.partitions",
+                                 "not with mode: subscribe (the group subscribes to every "
+                                 "topic of the plan; the coordinator assigns partitions)")
+            kw["partitions"] = self.partition_list(c["partitions"][1], f"{path}.partitions")
+        if "max_poll_records" in c:
+            kw["max_poll_records"] = self.int_(c["max_poll_records"][1],
+                                               f"{path}.max_poll_records", 1, 100_000)
+        if "group" in c:
+            group = self.str_(c["group"][1], f"{path}.group")
+            if not TOPIC_NAME.match(group):
+                raise self.error(c["group"][1], f"{path}.group",
+                                 f"bad group id {group!r}: use 1-249 of [A-Za-z0-9._-]")
+            kw["group"] = group
+        return ConsumerSpec(**kw)
 
     def producer(self, node: Node, path: str) -> ProducerSpec:
         m = self.mapping(node, path, ("count", "acks", "rate", "values", "duration_s",

@@ -92,9 +92,21 @@ class ProducerSpec:
 
 @dataclass(frozen=True)
 class ConsumerSpec:
+    """Consumers: `assign` reads explicit partitions from the start and never commits;
+    `subscribe` joins consumer group `group` on every topic of the plan and, with `commit:
+    sync`, commits its position after each poll that read records (`none`: never commits),
+    recording commits and generations (docs/history-groups.md). Async and auto commits are
+    not offered: their results arrive in a later poll, so they cannot be recorded as ops of
+    their own without overlapping that poll (HISTORY.md: one op in flight per process)."""
+
     count: int = 1
     poll_interval_ms: int = 100
-    partitions: tuple[str, ...] = ()  # empty: every partition
+    partitions: tuple[str, ...] = ()  # empty: every partition (assign mode only)
+    mode: str = "assign"  # assign | subscribe
+    group: str = "highwater"
+    commit: str = "sync"  # sync | none (subscribe mode)
+    assignor: str = "range"  # range | roundrobin | cooperative-sticky
+    max_poll_records: int = 500  # records per poll op at most (subscribe mode)
 
 
 @dataclass(frozen=True)

@@ -224,6 +224,13 @@ class StepsMixin:
             return self.partition_ref(node, path)
         if p.type == "partitions":
             return self.partition_list(node, path)
+        if p.type == "topics":
+            known = sorted({name.rpartition("-")[0] for name in self.partitions})
+            names = tuple(self.enum(n, join(path, i), known)
+                          for i, n in enumerate(self.seq(node, path)))
+            if not names or len(set(names)) != len(names):
+                raise self.error(node, path, "needs distinct topic names, at least one")
+            return names
         items = self.seq(node, path)  # brokers
         ids = tuple(self.broker_id(n, join(path, i)) for i, n in enumerate(items))
         if not ids or len(set(ids)) != len(ids):

@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
             check_supported(generate(plan, seed=1))
         else:
             check_supported(plan.faults)
+        if plan.workload.consumers.mode != "assign":
+            raise SimUnsupported("workload.consumers.mode subscribe: consumer groups are not "
+                                 "simulated (run the plan in containers)")
     except (PlanError, SimUnsupported, ValueError) as e:
         print(f"highwater sim: {e}", file=sys.stderr)
         return 2

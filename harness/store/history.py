@@ -109,7 +109,9 @@ class HistoryWriter:
         if type not in COMPLETIONS:
             raise ValueError(f"completion type must be one of {COMPLETIONS}, got {type!r}")
         carried = {
-            k: invoke[k] for k in ("topic", "partition", "value", "acks", "final") if k in invoke
+            k: invoke[k]
+            for k in ("topic", "partition", "value", "acks", "final", "group", "offsets")
+            if k in invoke
         }
         return self.append(
             {"process": invoke["process"], "type": type, "f": invoke["f"], **carried, **fields}

@@ -25,8 +25,15 @@ SINGLE = {
     "lost-failure": ("lost-failure", 1, {"t-0": 1}, [[0, 1, 3]]),
     "unseen-info": ("unseen-info", 1, {"t-0": 1}, [[0, 1, 3]]),
     "no-final-read": ("no-final-read", 1, {"t-1": 1}, [[2]]),
+    # docs/history-groups.md
+    "commit-regression": ("commit-regression", 1, {"t-0": 1}, [[11, 15]]),
+    "rebalance-skip": ("rebalance-skip", 1, {"t-0": 1}, [[13]]),
+    "double-assignment": ("double-assignment", 1, {"t-0": 1}, [[5, 7]]),
+    "generation-reuse": ("generation-reuse", 1, {"t-0": 1}, [[9, 13]]),
 }
-CLEAN = ("clean", "edges")
+# group-clean: at-least-once re-reads across generations (a rewind to the acknowledged commit,
+# a member re-reading its own records in a later generation) are no anomaly.
+CLEAN = ("clean", "edges", "group-clean")
 
 
 @pytest.fixture(scope="module")

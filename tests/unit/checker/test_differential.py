@@ -81,6 +81,54 @@ def planted(path: Path, seed: int, partitions: int = 3) -> None:
                 w.complete(w.invoke(20, "poll", final=True), "ok", records=recs)
 
 
+def planted_group(path: Path, seed: int, partitions: int = 2) -> None:
+    """A random group history (docs/history-groups.md): members come and go, generations
+    advance (or repeat), commits succeed, fail or go unanswered, and a member starts where
+    it pleases: at the commit, below it, beyond it, or beside another member."""
+    rng = random.Random(seed)
+    logs = {p: list(range(1000 * p, 1000 * p + 30)) for p in range(partitions)}
+    with HistoryWriter(path) as w:
+        for p, log in logs.items():
+            for o, v in enumerate(log):
+                inv = w.invoke(0, "send", topic="t", partition=p, value=v, acks="all")
+                w.complete(inv, "ok", offset=o)
+        committed = dict.fromkeys(logs, 0)
+        gen, rebalances = 0, dict.fromkeys(range(1, 6), 0)
+        for _ in range(40):
+            gen += 0 if rng.random() < 0.1 else 1  # now and then a generation comes twice
+            for p, log in logs.items():
+                owners = [rng.randrange(1, 6)] + ([rng.randrange(1, 6)] if rng.random() < 0.1
+                                                  else [])
+                for proc in owners:
+                    rebalances[proc] += 1
+                    start = max(0, min(len(log) - 1, committed[p] + rng.choice(
+                        [0, 0, 0, -2, 2])))
+                    stop = min(len(log), start + rng.randrange(1, 5))
+                    recs = [{"topic": "t", "partition": p, "offset": o, "value": log[o],
+                             "generation": gen, "rebalance": rebalances[proc]}
+                            for o in range(start, stop)]
+                    done = w.invoke(proc, "poll", final=False, group="g")
+                    w.complete(done, "ok", records=recs, generation=gen)
+                    offsets = [{"topic": "t", "partition": p, "offset": stop}]
+                    inv = w.invoke(proc, "commit", group="g", offsets=offsets)
+                    outcome = rng.random()
+                    if outcome < 0.7:
+                        committed[p] = stop
+                        w.complete(inv, "ok")
+                    elif outcome < 0.85:
+                        w.complete(inv, "fail", error="ILLEGAL_GENERATION")
+                    else:
+                        if rng.random() < 0.5:
+                            committed[p] = stop
+                        w.complete(inv, "info", error="REQUEST_TIMED_OUT")
+                    if rng.random() < 0.1:  # the coordinator forgets the last commit
+                        committed[p] = max(0, committed[p] - 3)
+        for p, log in logs.items():
+            recs = [{"topic": "t", "partition": p, "offset": o, "value": v}
+                    for o, v in enumerate(log)]
+            w.complete(w.invoke(20, "poll", final=True), "ok", records=recs)
+
+
 def test_spark_checker_agrees_with_the_reference(spark, tmp_path: Path) -> None:
     from harness.checker.check import check_runs
 
@@ -99,6 +147,12 @@ def test_spark_checker_agrees_with_the_reference(spark, tmp_path: Path) -> None:
         run = tmp_path / f"planted-{seed}"
         run.mkdir()
         planted(run / "history.jsonl", seed)
+        runs.append(run)
+
+    for seed in range(3):
+        run = tmp_path / f"planted-group-{seed}"
+        run.mkdir()
+        planted_group(run / "history.jsonl", seed)
         runs.append(run)
 
     results = check_runs(runs, spark=spark)

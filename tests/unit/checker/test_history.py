@@ -112,7 +112,34 @@ SEND = {"f": "send", "topic": "t", "partition": 0, "acks": "all"}
             "invalid",
         ),
         ([{"process": "nemesis", "type": "info", "f": "kill", "phase": "begin"}], 1, "phase", ""),
-        ([{"process": 0, "type": "invoke", "f": "read", "final": True}], 1, "f", "send' or 'poll"),
+        ([{"process": 0, "type": "invoke", "f": "read", "final": True}], 1, "f", "'commit'"),
+        # docs/history-groups.md: commit ops and group polls
+        ([{"process": 0, "type": "invoke", "f": "commit", "offsets": [
+            {"topic": "t", "partition": 0, "offset": 1}]}], 1, "group", "non-empty"),
+        ([{"process": 0, "type": "invoke", "f": "commit", "group": "g", "offsets": []}], 1,
+         "offsets", "non-empty list"),
+        ([{"process": 0, "type": "invoke", "f": "commit", "group": "g", "offsets": [
+            {"topic": "t", "partition": 0, "offset": -1}]}], 1, "offsets[0].offset", "invalid"),
+        (
+            [
+                {"process": 0, "type": "invoke", "f": "commit", "group": "g",
+                 "offsets": [{"topic": "t", "partition": 0, "offset": 1}]},
+                {"process": 0, "type": "info", "f": "commit", "group": "g",
+                 "offsets": [{"topic": "t", "partition": 0, "offset": 1}]},
+            ],
+            2, "error", "commit needs",
+        ),
+        ([{"process": 0, "type": "invoke", "f": "poll", "final": False, "group": "g",
+           "generation": -2}], 1, "generation", ">= 0"),
+        (
+            [
+                {"process": 0, "type": "invoke", "f": "poll", "final": False, "group": "g"},
+                {"process": 0, "type": "ok", "f": "poll", "final": False, "group": "g",
+                 "records": [{"topic": "t", "partition": 0, "offset": 1, "value": 1,
+                              "generation": "x"}]},
+            ],
+            2, "records[0].generation", "invalid",
+        ),
     ],
 )
 def test_validator_reports_line_and_field(tmp_path, ops, line, field, words) -> None:

@@ -96,6 +96,22 @@ CASES = [
     ("random mode unknown kind", "name: base",
      "name: base\nnemesis: {mode: random, seed: 1, kinds: [explode], targets: [leader]}",
      "nemesis:", "nemesis.kinds[0]", "expected one of"),
+    ("bad consumer mode", "values: 100", "values: 100\n  consumers: {mode: subscrib}",
+     "consumers:", "workload.consumers.mode", "did you mean 'subscribe'"),
+    ("group in assign mode", "values: 100", "values: 100\n  consumers: {group: g}",
+     "consumers:", "workload.consumers.group", "only with mode: subscribe"),
+    ("partitions in subscribe mode", "values: 100",
+     "values: 100\n  consumers:\n    mode: subscribe\n    partitions: [t-0]",
+     "partitions: [t-0]", "workload.consumers.partitions", "not with mode: subscribe"),
+    ("bad group id", "values: 100",
+     "values: 100\n  consumers:\n    mode: subscribe\n    group: 'a b'",
+     "group: 'a b'", "workload.consumers.group", "bad group id"),
+    ("unknown commit mode", "values: 100",
+     "values: 100\n  consumers:\n    mode: subscribe\n    commit: async",
+     "commit: async", "workload.consumers.commit", "expected one of sync, none"),
+    ("unknown assignor", "values: 100",
+     "values: 100\n  consumers:\n    mode: subscribe\n    assignor: sticky",
+     "assignor: sticky", "workload.consumers.assignor", "expected one of range"),
     ("random-only key in scripted mode", "name: base", "name: base\nnemesis: {seed: 3}",
      "nemesis:", "nemesis.seed", "only with mode: random"),
 ]
@@ -113,6 +129,14 @@ def test_error_names_file_line_and_field(write_plan: WritePlan, old: str, new: s
     assert str(err).startswith(f"{path}:{line}: {field}: "), str(err)
     assert fragment in str(err)
     assert (err.file, err.line, err.field) == (str(path), line, field)
+
+
+def test_subscribe_consumers_are_read(write_plan: WritePlan) -> None:
+    text = BASE.replace("values: 100", "values: 100\n  consumers:\n    count: 3\n"
+                        "    mode: subscribe\n    group: g-1\n    assignor: cooperative-sticky")
+    spec = load_plan(write_plan(text)).workload.consumers
+    assert (spec.count, spec.mode, spec.group, spec.commit, spec.assignor) == (
+        3, "subscribe", "g-1", "sync", "cooperative-sticky")
 
 
 def test_yaml_syntax_error_has_its_line(write_plan: WritePlan) -> None:
