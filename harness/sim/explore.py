@@ -175,20 +175,20 @@ def to_fault_plan(plan: Plan, steps: Sequence[Step], seed: int, source_text: str
     drawn at random when the step fired (random, majority, minority) are written as the
     brokers the simulator drew (`resolved`: step name -> nodes), so a container run hits the
     same ones; role targets (leader, follower) stay roles."""
-    data = yaml.safe_load(source_text)
+    from harness.plan.overrides import apply_override
+
+    # The plan's --set overrides applied as `highwater run` applies them (list items by
+    # index, free-form keys such as topic configs), so the exported file needs no --set.
+    root = yaml.compose(source_text, Loader=yaml.SafeLoader)
+    for key, value in plan.overrides.items():
+        if not key.startswith(("nemesis.", "modes.")):
+            root = apply_override(root, key, value, plan.source)
+    data = yaml.safe_load(yaml.serialize(root))
     data.pop("nemesis", None)
     data.pop("modes", None)
     data["name"] = f"{plan.name}-sim-{seed}"
     data["description"] = (f"Minimal fault schedule found by `highwater sim explore` "
                            f"(seed {seed}) on {plan.source}.")  # fmt: skip
-    for key, value in plan.overrides.items():
-        if key.startswith(("nemesis.", "modes.")):
-            continue
-        node = data
-        parts = key.split(".")
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
-        node[parts[-1]] = yaml.safe_load(value)  # overrides are YAML scalars as text
     faults = []
     for s in steps:
         f: dict[str, Any] = {"name": s.name, "action": s.action}

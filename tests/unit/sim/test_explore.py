@@ -64,3 +64,15 @@ def test_conditions_survive_the_export() -> None:
     assert [(s.when and s.when.text, s.after, s.timeout, s.on_timeout) for s in back.faults] \
         == [(s.when and s.when.text, s.after, s.timeout, s.on_timeout) for s in plan.faults]
     assert timeline(back.faults) == timeline(plan.faults)
+
+
+def test_overrides_of_list_items_and_topic_configs_are_exported() -> None:
+    overrides = {"cluster.topics.0.min_insync_replicas": "1",
+                 "cluster.topics.0.configs.unclean.leader.election.enable": "true",
+                 "cluster.switches.isr-update": "eager"}  # fmt: skip
+    plan = parse_plan(RANDOM, "r.yaml", overrides)
+    back = parse_plan(to_fault_plan(plan, steps_for(plan, 3)[:2], 3, RANDOM), "exported.yaml")
+    [topic] = back.cluster.topics
+    assert topic.min_insync_replicas == 1
+    assert topic.configs == {"unclean.leader.election.enable": "true"}
+    assert back.cluster.switches == {"isr-update": "eager"}
