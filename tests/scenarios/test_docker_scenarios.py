@@ -1,11 +1,11 @@
 """Each documented scenario through real containers, via `highwater scenario run` as CI runs
-it: its legacy mode (the loss or divergence appears) for every scenario here, and the fixed mode
-too where no faster test shows it (L4: unclean election vs ELR; L10: KIP-966). One repetition
-each; the 10-run rates are measured with --repeat 10.
+it: one container test per scenario, its legacy mode (the loss or divergence appears). One
+repetition each; the 10-run rates are measured with --repeat 10.
 
-The fixed modes of L1, L2, L3 and L5 run in containers every night (chaos_plans/nightly.yaml)
-and as exact interleavings in tests/unit/replication (truncation, on-disk convergence after a
-power loss, min ISR, consumer visibility); they left make test when it passed 35 minutes.
+Every fixed mode runs in containers every night (chaos_plans/nightly.yaml), on the simulator
+with the broker's own code in seconds (tests/scenarios/test_sim_scenarios.py, every scenario and
+mode), and as exact interleavings in tests/unit/replication; the L4 and L10 fixed container
+cases left make test once the simulator tests covered them.
 
 Docker-heavy: run under `flock /tmp/hw-docker.lock` on a shared machine. Each run removes its
 own cluster (the Runner's `with cluster:`), also on failure.
@@ -24,8 +24,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.spark]
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 900
-CASES = [(sid, "legacy") for sid in ("L1", "L2", "L3", "L4", "L5", "L10")] + [
-    ("L4", "fixed"), ("L10", "fixed")]
+CASES = [(sid, "legacy") for sid in ("L1", "L2", "L3", "L4", "L5", "L10")]
 
 
 @pytest.fixture(scope="module")
