@@ -18,6 +18,7 @@ Nothing here collects rows.
 
 from __future__ import annotations
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -247,10 +248,19 @@ def observations(part: DataFrame) -> DataFrame:
     )
 
 
-def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
+def anomaly_rows(part: DataFrame, obs: DataFrame, cached: list[DataFrame]) -> DataFrame:
     """Every anomaly unit of every run, unioned (see the module docstring for the columns).
 
-    `part` is `anomaly_input(by_partition(ev))`, `obs` is `observations(part)`."""
+    `part` is `anomaly_input(by_partition(ev))`, `obs` is `observations(part)`. Every
+    intermediate that feeds several anomalies is persisted and appended to `cached` (the caller
+    unpersists them): the plan has no exchange after the one shuffle, so Spark cannot reuse a
+    shared subplan and would compute it once per anomaly that reads it."""
+
+    def shared(df: DataFrame) -> DataFrame:
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(df)
+        return df
+
     final_log = obs.filter(c("fidx").isNotNull())
     final_parts = F.broadcast(final_log.select(*PART).distinct())
 
@@ -258,7 +268,7 @@ def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
     # where F[p] holds it: one aggregation over send ops and F[p]'s rows, no join between them.
     inv = TYPE["invoke"]
     nothing = F.lit(None)
-    by_value = (
+    by_value = shared(
         part.filter(c("kind") == OP)
         .select(*PART, "value", "type", "index", "acks", nothing.cast("long").alias("fidx"))
         .unionByName(
@@ -283,8 +293,10 @@ def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
     unseen_info = checked.filter((c("done") == TYPE["info"]) & c("fmin").isNotNull())
 
     # Per (p, offset): how many values were observed there, and whether F[p] holds it.
-    offsets = obs.groupBy(*PART, "offset").agg(
-        F.count("*").alias("n_values"), F.count("fidx").alias("n_final")
+    offsets = shared(
+        obs.groupBy(*PART, "offset").agg(
+            F.count("*").alias("n_values"), F.count("fidx").alias("n_final")
+        )
     )
     # The joins below gather examples for the few units found: a hash table of those few (the
     # hint), not a sort of every observation.
@@ -319,6 +331,9 @@ def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
         F.lag("offset").over(w).alias("prev_offset"),
         F.lag("index").over(w).alias("prev_index"),
     )
+    # Only the records that break the sequence (few), kept: both poll checks read them.
+    breaks = (c("offset") <= c("prev_offset")) | (c("offset") > c("prev_offset") + 1)
+    seq = shared(seq.filter(breaks))
     nonmonotonic = seq.filter(c("offset") <= c("prev_offset"))
     # poll-skip: F[p] holds an offset strictly between prev and this one. For every observed
     # offset o, the smallest F offset above it (a running value, offsets descending); the

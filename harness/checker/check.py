@@ -108,10 +108,6 @@ def spark_session(
         builder = (
             builder.config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
-            # Shuffle files never leave this machine: compressing them only spends the cores
-            # the check is short of (a cluster keeps Spark's default, for the network).
-            .config("spark.shuffle.compress", "false")
-            .config("spark.shuffle.spill.compress", "false")
         )
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
@@ -239,7 +235,7 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
             source = source.filter(~F.col("rid").isin(list(bad))) if bad else source
             obs = A.observations(source).persist(level)
             cached.append(obs)
-            top = A.top_examples(A.anomaly_rows(source, obs)).collect()
+            top = A.top_examples(A.anomaly_rows(source, obs, cached)).collect()
             timings["anomalies"] = time.perf_counter() - t2
             rows_by_run: dict[str, list] = {}
             for row in top:
