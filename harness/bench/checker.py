@@ -7,6 +7,9 @@ fresh process with Spark local[*], and with the plain single-threaded reference 
 by side, wall time (Spark's including JVM and session start), ops/s, peak RSS of each process
 tree (Python driver + JVM), the ratio reference / Spark, whether both found the same anomaly
 tables, the checker's phase timings and the slowest Spark stages from Spark's event log.
+`--warm` checks the history a second time in the same session (what `scenario run --repeat` and
+a nightly summary get from a session kept up) and reports that time apart; the stage figures
+then cover both checks.
 """
 
 from __future__ import annotations
@@ -30,6 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep", action="store_true", help="keep the generated histories")
     parser.add_argument("--workdir", default=None, help="where to write histories (default tmp)")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference run")
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="check again in the same Spark session (as scenario --repeat and nightly do)",
+    )
     parser.add_argument("--_one", default=None, help=argparse.SUPPRESS)  # child: check one dir
     parser.add_argument("--_ref", default=None, help=argparse.SUPPRESS)  # child: reference
 
@@ -188,7 +196,7 @@ def _sample(pid: int, peak: list[int], stop: threading.Event) -> None:
         peak[0] = max(peak[0], _tree_rss_kib(pid))
 
 
-def _check_one(run_dir: str, driver_memory: str) -> int:
+def _check_one(run_dir: str, driver_memory: str, warm: bool = False) -> int:
     """Child process: check one run dir like `highwater check`, print timings as JSON."""
     from harness.checker.check import check_runs, spark_session
 
@@ -207,8 +215,16 @@ def _check_one(run_dir: str, driver_memory: str) -> int:
     )
     startup = time.perf_counter() - t0
     timings: dict[str, float] = {}
+    warm_s = None
     try:
         (result,) = check_runs([run_dir], spark=spark, timings=timings)
+        if warm and result.results is not None:
+            t1 = time.perf_counter()
+            (again,) = check_runs([run_dir], spark=spark)
+            warm_s = time.perf_counter() - t1
+            if again.results != result.results:
+                print(json.dumps({"error": "the warm re-check gave other results"}))
+                return 2
     finally:
         spark.stop()
     if result.results is None:
@@ -216,7 +232,7 @@ def _check_one(run_dir: str, driver_memory: str) -> int:
         return 2
     stages_all = _stages(event_dir, top=10_000)
     res = result.results
-    summary = {"startup": startup, "timings": timings, "stages": stages_all[:8]}
+    summary = {"startup": startup, "timings": timings, "stages": stages_all[:8], "warm": warm_s}
     summary["stages_all"] = [{"cpu_seconds": s["cpu_seconds"]} for s in stages_all]
     summary["anomalies"] = {k: v["count"] for k, v in res["anomalies"].items() if v["count"]}
     summary["tables"] = {"anomalies": res["anomalies"], "stats": res["stats"]}
@@ -256,7 +272,7 @@ def _measure(cmd: list[str]) -> tuple[dict | None, float, int, str]:
 
 def run(args: argparse.Namespace) -> int:
     if args._one:
-        return _check_one(args._one, args.driver_memory)
+        return _check_one(args._one, args.driver_memory, args.warm)
     if args._ref:
         return _reference_one(args._ref)
     sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
@@ -274,11 +290,15 @@ def run(args: argparse.Namespace) -> int:
         # Each check in its own child: peak memory is that of one check, JVM included.
         info, wall, peak, stdout = _measure(
             [*me, "--_one", str(run_dir), "--driver-memory", args.driver_memory]
+            + (["--warm"] if args.warm else [])
         )
         if info is None or "error" in info:
             print(f"  check failed: {stdout.strip()[-500:]}")
             return 2
         t = info["timings"]
+        if info.get("warm") is not None:
+            # The warm re-check is inside the child's wall time: take it out of the cold figure.
+            wall -= info["warm"]
         print(
             f"  spark     {wall:6.1f}s wall ({info['startup']:.1f}s Spark start, {t['total']:.1f}s "
             f"check): {gen['ops'] / wall:,.0f} ops/s; peak RSS {peak / 1024:,.0f} MiB "
@@ -295,6 +315,11 @@ def run(args: argparse.Namespace) -> int:
                 f"{gen['ops'] / ref_wall:,.0f} ops/s; peak RSS {ref_peak / 1024:,.0f} MiB; "
                 f"ratio reference/spark {ref_wall / wall:.2f}x; "
                 f"same anomaly tables: {'yes' if same else 'NO'}"
+            )
+        if info.get("warm") is not None:
+            print(
+                f"  spark warm re-check in the same session: {info['warm']:.1f}s "
+                f"({gen['ops'] / info['warm']:,.0f} ops/s)"
             )
         cpu = sum(s["cpu_seconds"] for s in info["stages_all"])
         phases = ", ".join(f"{k} {v:.1f}s" for k, v in t.items() if k != "total")

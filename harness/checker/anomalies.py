@@ -1,22 +1,25 @@
 """HISTORY.md's validity checks and anomalies as Spark DataFrame operations, on flat events.
 
 Contract: `events(raw)` turns the parsed history lines (`history_schema()`, with a `file` column)
-into ONE flat table, parsed once and cached by the caller: a row per op (`kind` 0) and a row
-per record of an ok poll (`kind` 1), with small integer codes instead of strings (TYPE, F, ACKS)
-and `rid`, a 64-bit hash of the history's path, as the run id. Everything else reads that table:
-- `run_stats(ev)`: one row per run: counts for stats, index span and row problems (validation);
-- `order_problems(ev)`: (rid, n) for runs whose ops break pairing or repeat a send value;
-- `anomaly_rows(part)`: on the table repartitioned by (rid, topic, partition) (`by_partition`),
-  one row per counted anomaly unit: rid, anomaly, topic, partition, acks, key, ex, where `ex`
-  lists the history indexes involved and `key` orders examples (earliest first); `acks` is set
-  only for lost-write (for stats.lost_by_acks).
+into ONE flat table: a row per op (`kind` 0), per record of an ok poll (`kind` 1) and per offset
+of a commit (`kind` COMMIT), with
+small integer codes instead of strings (TYPE, F, ACKS) and `rid`, a 64-bit hash of the history's
+path, as the run id. `by_partition(ev)` shuffles it once by (rid, topic, partition); the caller
+caches that (`part`) and everything else reads it:
+- `run_stats(part)`: per run, counts for stats, index span and row problems (validation), as
+  one or two rows that `merge_run_stats` adds up;
+- `order_problems(part)`: (rid, n) for runs whose ops break pairing or repeat a send value;
+- `anomaly_rows(anomaly_input(part), obs)`: one row per counted anomaly unit: rid, anomaly,
+  topic, partition, acks, key, ex, where `ex` lists the history indexes involved and `key`
+  orders examples (earliest first); `acks` is set only for lost-write (stats.lost_by_acks).
 Every anomaly is per topic-partition (HISTORY.md), so after that one shuffle every aggregation,
-window and join below runs inside its partition: no further exchange of the events.
+window and join of the anomalies runs inside its partition: no further exchange of the events.
 Nothing here collects rows.
 """
 
 from __future__ import annotations
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -140,7 +143,9 @@ def events(raw: DataFrame) -> DataFrame:
         row_problem(value).isNotNull().alias("bad_op"),
         F.posexplode(F.concat(F.array(op), recs, offs)).alias("pos0", "e"),
     ).select(
-        "rid", "file", "index", "process", "type", "f", "final", "acks", "group",
+        # The run's file only on op rows: the flat table is shuffled once whole (by_partition).
+        "rid", F.when(~record, c("file")).alias("file"), "index", "process", "type", "f",
+        "final", "acks", "group",
         (F.when(record, F.lit(False)).otherwise(c("bad_op")) | bad_record).alias("bad"),
         F.when(~record, F.lit(OP)).when(is_commit, F.lit(COMMIT)).otherwise(F.lit(RECORD))
         .cast("tinyint").alias("kind"),
@@ -156,7 +161,8 @@ def _n(cond: Column) -> Column:
 
 
 def run_stats(ev: DataFrame) -> DataFrame:
-    """Per run: file, stats counts, index span of the ops and the number of bad lines."""
+    """Per run: file, stats counts, index span of the ops and the number of bad lines; a run
+    may give two rows (file set, and null for its record rows): `merge_run_stats` adds them."""
     op = c("kind") == OP
     client = op & (c("process") >= 0)
     send, poll = client & (c("f") == F_SEND), client & (c("f") == F_POLL)
@@ -173,6 +179,23 @@ def run_stats(ev: DataFrame) -> DataFrame:
         _n(send & (c("type") == TYPE["info"])).alias("info"),
         _n(poll & (c("type") == TYPE["invoke"])).alias("polls"),
     )
+
+
+def merge_run_stats(rows: list[dict]) -> dict[int, dict]:
+    """rid -> one stats dict, from run_stats' rows (counts added, index span widened)."""
+    out: dict[int, dict] = {}
+    for row in rows:
+        have = out.get(row["rid"])
+        if have is None:
+            out[row["rid"]] = dict(row)
+            continue
+        for key in ("n", "n_index", "bad", "sends", "acked", "failed", "info", "polls"):
+            have[key] = (have[key] or 0) + (row[key] or 0)
+        for key, pick in (("lo", min), ("hi", max)):
+            both = [v for v in (have[key], row[key]) if v is not None]
+            have[key] = pick(both) if both else None
+        have["file"] = have["file"] or row["file"]
+    return out
 
 
 def order_problems(ev: DataFrame) -> DataFrame:
@@ -205,12 +228,14 @@ def order_problems(ev: DataFrame) -> DataFrame:
 
 
 def by_partition(ev: DataFrame, partitions: int) -> DataFrame:
-    """Records, client send ops and commit offsets, hash-partitioned by (rid, topic, partition):
-    the one shuffle."""
-    keep = (c("kind") != OP) | ((c("f") == F_SEND) & (c("process") >= 0))
-    cols = ["rid", "topic", "partition", "kind", "index", "process", "type", "final", "pos",
-            "offset", "value", "acks", "group", "generation", "rebalance"]  # fmt: skip
-    return ev.filter(keep).select(*cols).repartition(partitions, *PART)
+    """The whole flat table hash-partitioned by (rid, topic, partition): the one shuffle of the
+    events. The caller caches it; stats, validation and anomalies all read it (`anomaly_input`)."""
+    return ev.repartition(partitions, *PART)
+
+
+def anomaly_input(part: DataFrame) -> DataFrame:
+    """The rows the anomalies read: poll records, commit offsets and client send ops."""
+    return part.filter((c("kind") != OP) | ((c("f") == F_SEND) & (c("process") >= 0)))
 
 
 def _rows(df: DataFrame, anomaly: str, key: Column, ex: Column, acks: Column | None = None):
@@ -242,43 +267,64 @@ def observations(part: DataFrame) -> DataFrame:
     )
 
 
-def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
+def anomaly_rows(part: DataFrame, obs: DataFrame, cached: list[DataFrame]) -> DataFrame:
     """Every anomaly unit of every run, unioned (see the module docstring for the columns).
 
-    `part` is `by_partition(ev)`, `obs` is `observations(part)`."""
+    `part` is `anomaly_input(by_partition(ev))`, `obs` is `observations(part)`. Every
+    intermediate that feeds several anomalies is persisted and appended to `cached` (the caller
+    unpersists them): the plan has no exchange after the one shuffle, so Spark cannot reuse a
+    shared subplan and would compute it once per anomaly that reads it."""
+
+    def shared(df: DataFrame) -> DataFrame:
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(df)
+        return df
+
     final_log = obs.filter(c("fidx").isNotNull())
     final_parts = F.broadcast(final_log.select(*PART).distinct())
-    final_values = final_log.groupBy(*PART, "value").agg(
-        F.min("fidx").alias("fmin"), F.count("*").alias("n_offsets")
-    )
 
-    # One row per send value: its invoke and its completion (values are unique per run).
+    # One row per (p, value): its send's invoke and completion (values are unique per run) and
+    # where F[p] holds it: one aggregation over send ops and F[p]'s rows, no join between them.
     inv = TYPE["invoke"]
-    sends = (
+    nothing = F.lit(None)
+    by_value = shared(
         part.filter(c("kind") == OP)
+        .select(*PART, "value", "type", "index", "acks", nothing.cast("long").alias("fidx"))
+        .unionByName(
+            final_log.select(
+                *PART, "value", nothing.cast("tinyint").alias("type"),
+                nothing.cast("long").alias("index"), nothing.cast("tinyint").alias("acks"), "fidx",
+            )  # fmt: skip
+        )
         .groupBy(*PART, "value")
         .agg(
             F.min(F.when(c("type") == inv, c("index"))).alias("inv"),
             F.max(F.when(c("type") != inv, c("index"))).alias("idx"),
             F.max(F.when(c("type") != inv, c("type"))).alias("done"),
             F.max("acks").alias("acks"),
+            F.min("fidx").alias("fmin"),
+            F.count("fidx").alias("n_offsets"),
         )
     )
-    checked = (
-        sends.filter(c("done").isNotNull())
-        .join(final_parts, PART, "left_semi")
-        .join(final_values, [*PART, "value"], "left")
-    )
+    checked = by_value.filter(c("done").isNotNull()).join(final_parts, PART, "left_semi")
     lost = checked.filter((c("done") == TYPE["ok"]) & c("fmin").isNull())
     lost_failure = checked.filter((c("done") == TYPE["fail"]) & c("fmin").isNotNull())
     unseen_info = checked.filter((c("done") == TYPE["info"]) & c("fmin").isNotNull())
 
     # Per (p, offset): how many values were observed there, and whether F[p] holds it.
-    offsets = obs.groupBy(*PART, "offset").agg(
-        F.count("*").alias("n_values"), F.count("fidx").alias("n_final")
+    offsets = shared(
+        obs.groupBy(*PART, "offset").agg(
+            F.count("*").alias("n_values"), F.count("fidx").alias("n_final")
+        )
     )
+    # The joins below gather examples for the few units found: a hash table of those few (the
+    # hint), not a sort of every observation.
     inconsistent = (
-        obs.join(offsets.filter(c("n_values") > 1), [*PART, "offset"], "left_semi")
+        obs.join(
+            offsets.filter(c("n_values") > 1).select(*PART, "offset").hint("shuffle_hash"),
+            [*PART, "offset"],
+            "left_semi",
+        )
         .groupBy(*PART, "offset")
         .agg(F.sort_array(F.collect_list("obs")).alias("ex"))
     )
@@ -286,7 +332,11 @@ def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
         final_parts, PART, "left_semi"
     )
     duplicate = (
-        final_log.join(final_values.filter(c("n_offsets") > 1), [*PART, "value"], "left_semi")
+        final_log.join(
+            by_value.filter(c("n_offsets") > 1).select(*PART, "value").hint("shuffle_hash"),
+            [*PART, "value"],
+            "left_semi",
+        )
         .groupBy(*PART, "value")
         .agg(F.sort_array(F.collect_list("fidx")).alias("ex"))
     )
@@ -304,6 +354,9 @@ def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
         F.lag("offset").over(w).alias("prev_offset"),
         F.lag("index").over(w).alias("prev_index"),
     )
+    # Only the records that break the sequence (few), kept: both poll checks read them.
+    breaks = (c("offset") <= c("prev_offset")) | (c("offset") > c("prev_offset") + 1)
+    seq = shared(seq.filter(breaks))
     nonmonotonic = seq.filter(c("offset") <= c("prev_offset"))
     # poll-skip: F[p] holds an offset strictly between prev and this one. For every observed
     # offset o, the smallest F offset above it (a running value, offsets descending); the
@@ -320,6 +373,7 @@ def anomaly_rows(part: DataFrame, obs: DataFrame) -> DataFrame:
     )
     skips = (
         seq.filter(c("offset") > c("prev_offset") + 1)
+        .hint("shuffle_hash")
         .join(next_final, [*PART, "prev_offset"])
         .filter(c("nf") < c("offset"))
     )

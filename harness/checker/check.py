@@ -8,12 +8,14 @@ every run; `expectations` (already-built Expectation objects: what `highwater ru
 its in-memory Plan, so the plan is not written out and parsed back) likewise; otherwise a run's
 `plan.yaml` `expected` key is used (see `plan_expected`: `highwater check` on a stored run).
 All histories are read as one DataFrame and checked together, in one Spark session (the caller's
-active one when there is one): each line is parsed once into a cached flat table of ops and
-poll records (`anomalies.events`), and every check reads that table (see `_check`).
+active one when there is one, else the process's `process_session`, kept for later checks): each
+line is parsed once into a flat table of ops and poll records, shuffled once by topic-partition
+and cached (`anomalies.by_partition`); every check reads that table (see `_check`).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -103,8 +105,9 @@ def spark_session(
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_LOG4J}")
     )
     if local:
-        builder = builder.config("spark.driver.host", "127.0.0.1").config(
-            "spark.driver.bindAddress", "127.0.0.1"
+        builder = (
+            builder.config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
         )
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
@@ -163,23 +166,27 @@ def check_runs(
         if spark is None:
             from pyspark.sql import SparkSession
 
-            spark = SparkSession.getActiveSession()
-        # Stop the session only if this call started it (tests and nightly share one).
-        own = spark is None
-        spark = spark or spark_session(spark_master)
-        try:
-            found = _check(spark, runs, timings if timings is not None else {})
-            for run, result in zip(runs, found, strict=True):
-                checked[run.run_dir] = result
-        finally:
-            if own:
-                spark.stop()
+            spark = SparkSession.getActiveSession() or process_session(spark_master)
+        found = _check(spark, runs, timings if timings is not None else {})
+        for run, result in zip(runs, found, strict=True):
+            checked[run.run_dir] = result
     return [failed.get(d) or checked[d] for d in run_dirs]
 
 
+def process_session(master: str = "local[*]"):
+    """A Spark session that stays up until the process exits (stopped then by atexit).
+
+    Starting a session costs seconds (JVM, SparkContext); a process that checks several times
+    (`scenario run --repeat`, the min-isr matrix: one Runner per run, each checking its run)
+    pays it once, since `check_runs` takes the active session when there is one."""
+    spark = spark_session(master)
+    atexit.register(spark.stop)
+    return spark
+
+
 def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult]:
-    """Parse every history once into the cached flat table, then three jobs: per-run stats and
-    row validation, ordering validation, anomalies (one shuffle by topic-partition)."""
+    """Parse every history once into the flat table, shuffled by topic-partition and cached, then
+    three jobs on it: per-run stats and row validation, ordering validation, anomalies."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -197,13 +204,15 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
         .withColumn("file", F.col("_metadata.file_path"))
     )
     level = StorageLevel.MEMORY_AND_DISK
-    ev = A.events(raw).persist(level)
-    cached = [ev]
+    # The one shuffle of the events, cached: every job below reads it (no cache of the parse
+    # itself, which was a second copy of the same rows).
+    part = A.by_partition(A.events(raw), _partitions(spark)).persist(level)
+    cached = [part]
     try:
-        stats_rows = {r["rid"]: r.asDict() for r in A.run_stats(ev).collect()}
+        stats_rows = A.merge_run_stats([r.asDict() for r in A.run_stats(part).collect()])
         timings["parse+stats"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        bad = {r["rid"] for r in A.order_problems(ev).collect()}
+        bad = {r["rid"] for r in A.order_problems(part).collect()}
         bad |= {
             rid
             for rid, s in stats_rows.items()
@@ -222,11 +231,11 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
         good = [r for r in runs if str(r.history.parent) not in results]
         if good:
             t2 = time.perf_counter()
-            source = ev.filter(~F.col("rid").isin(list(bad))) if bad else ev
-            part = A.by_partition(source, _partitions(spark)).persist(level)
-            obs = A.observations(part).persist(level)
-            cached += [part, obs]
-            top = A.top_examples(A.anomaly_rows(part, obs)).collect()
+            source = A.anomaly_input(part)
+            source = source.filter(~F.col("rid").isin(list(bad))) if bad else source
+            obs = A.observations(source).persist(level)
+            cached.append(obs)
+            top = A.top_examples(A.anomaly_rows(source, obs, cached)).collect()
             timings["anomalies"] = time.perf_counter() - t2
             rows_by_run: dict[str, list] = {}
             for row in top:

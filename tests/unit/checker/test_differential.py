@@ -3,7 +3,9 @@
 Histories: every well-formed fixture, the bench's synthetic history (lost writes planted), and
 seeded random histories with every anomaly of HISTORY.md planted (truncations, replaced
 offsets, duplicates, skips and rewinds in polls, failed and info sends that were written, a
-partition without a final read). All are checked in ONE check_runs call, as a nightly does.
+partition without a final read, values in a partition they were not sent to, duplicated values
+no client sent: the checker gathers sends and the final log in one aggregation per value).
+All are checked in ONE check_runs call, as a nightly does.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ def planted(path: Path, seed: int, partitions: int = 3) -> None:
                         logs[p].pop()
                     elif rng.random() < 0.03:  # written twice: duplicate
                         logs[p].append(value)
+                    elif rng.random() < 0.03:  # also written to another partition's log
+                        logs[(p + 1) % partitions].append(value)
+                    elif rng.random() < 0.03:  # a value no client sent, written twice
+                        logs[p] += [90_000 + value, 90_000 + value]
                 elif outcome < 0.9:
                     if rng.random() < 0.3:  # the client was told no, yet it was written
                         logs[p].append(value)
