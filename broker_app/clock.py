@@ -13,7 +13,9 @@ Contract:
 Deviation: Kafka reads the OS clock (Time.milliseconds is System.currentTimeMillis, used for
 ISR lag and group session timeouts too); a skewed broker here shifts only its own time reads.
 The asyncio loop's timers (call_later, wait_for), socket timeouts and the controller link's
-heartbeat pacing keep real time, unlike a broker under libfaketime.
+heartbeat pacing keep real time (Kafka paces heartbeats on its event queue's nanoTime too);
+purgatory deadlines and AlterPartition retries follow the skewed clock here, where Kafka
+uses its monotonic hiResClockMs for the purgatory.
 """
 
 from __future__ import annotations

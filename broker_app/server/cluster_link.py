@@ -53,7 +53,7 @@ from broker_app.replication.alter_partition_manager import (
     parse_alter_partition,
 )
 from broker_app.replication.messages import AlterPartitionRequest
-from broker_app.replication.replica_manager import ReplicaManager
+from broker_app.replication.replica_manager import ReplicaManager, monotonic_ms
 
 from .network_client import ClientError, KafkaClient
 
@@ -193,7 +193,10 @@ class ClusterLink:
     async def _lifecycle_loop(self) -> None:
         """Registration and heartbeats: BrokerLifecycle decides, this loop only sends."""
         lc = self.lifecycle
-        clock = self.replica_manager.clock
+        # Real monotonic time, not the broker's skewable clock: Kafka paces heartbeats on its
+        # event queue's nanoTime, so a wall-clock jump never silences them (clock-skew.yaml
+        # saw a leader 30 s behind fenced for "no heartbeat" with the skewable one).
+        clock = monotonic_ms
         hb_timeout = max(2000, 4 * self.config.heartbeat_interval_ms)
         while True:
             now = clock()
