@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
-import signal
 import sys
 from pathlib import Path
 
@@ -127,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def serve(config: ControllerConfig, args: argparse.Namespace) -> None:
+    from broker_app.server.liveness import serve_until_signalled
+
     from .errors import ControllerError
     from .metadata_log import FileMetadataLog
     from .quorum_controller import QuorumController
@@ -158,14 +158,13 @@ async def serve(config: ControllerConfig, args: argparse.Namespace) -> None:
             f"admin {server.admin_port}",
             flush=True,
         )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        log.info("controller %d shutting down", config.node_id)
-        await server.stop()
+        async def shutdown() -> None:
+            log.info("controller %d shutting down", config.node_id)
+            await server.stop()
+
+        # As the broker's: a SIGTERM is obeyed even if the loop is hogged, and a shutdown that
+        # hangs ends hard after liveness.HARD_EXIT_S (broker_app/server/liveness.py).
+        await serve_until_signalled(shutdown)
     finally:
         metadata_log.close()
 

@@ -14,15 +14,13 @@ quorum-state); do not switch an existing directory between the two modes.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import logging
 import random
-import signal
 
 from broker_app.protocol.apis import VersionRange
 from broker_app.raft import KafkaRaftClient, RaftConfig, parse_quorum_voters
 from broker_app.raft.file_log import FileQuorumStateStore, FileReplicatedLog
+from broker_app.server.liveness import serve_until_signalled
 
 from .apis import CONTROLLER_APIS, ControllerApiKey
 from .config import ControllerConfig
@@ -82,14 +80,13 @@ async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> No
                  config.node_id, sorted(voters), client.epoch, raft_log.end_offset)
         print(f"controller {config.node_id} listening on {args.host}:{server.port} "
               f"admin {server.admin_port}", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        log.info("controller %d shutting down", config.node_id)
-        await manager.stop()
-        await server.stop()
+        async def shutdown() -> None:
+            log.info("controller %d shutting down", config.node_id)
+            await manager.stop()  # the active controller resigns (EndQuorumEpoch) first
+            await server.stop()
+
+        # Bounded like the broker's (broker_app/server/liveness.py): a hung resign or a hogged
+        # loop cannot keep a SIGTERMed controller alive past liveness.HARD_EXIT_S.
+        await serve_until_signalled(shutdown)
     finally:
         raft_log.close()

@@ -13,6 +13,9 @@
   within `hard_exit_s`, the process exits at once with HARD_EXIT_CODE (the logs then recover on
   restart, as after a crash). A second signal exits at once. Kafka bounds its controlled
   shutdown the same way (controlled.shutdown.max.retries, then it just stops).
+- `serve_until_signalled(shutdown)`: the guard around a process's main wait, as the
+  controllers (single and quorum) use it: wait for SIGTERM/SIGINT, run `shutdown()`, and exit
+  hard if it overruns `hard_exit_s`.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 log = logging.getLogger(__name__)
 
@@ -126,3 +129,20 @@ class ShutdownGuard:
     def done(self) -> None:
         """The clean shutdown finished: the watchdog stands down."""
         self.finished.set()
+
+
+async def serve_until_signalled(
+    shutdown: Callable[[], Awaitable[None]],
+    hard_exit_s: float = HARD_EXIT_S,
+    exit_fn: Callable[[int], None] = os._exit,
+) -> None:
+    """Wait for SIGTERM/SIGINT, then await `shutdown()` under a ShutdownGuard (see above)."""
+    stop = asyncio.Event()
+    guard = ShutdownGuard(asyncio.get_running_loop(), stop, hard_exit_s, exit_fn)
+    guard.install()
+    try:
+        await stop.wait()
+        await shutdown()
+        guard.done()
+    finally:
+        guard.uninstall()

@@ -7,6 +7,9 @@ naming file:line and field where known) and no results.json. `expected` given he
 every run; `expectations` (already-built Expectation objects: what `highwater run` passes from
 its in-memory Plan, so the plan is not written out and parsed back) likewise; otherwise a run's
 `plan.yaml` `expected` key is used (see `plan_expected`: `highwater check` on a stored run).
+The metadata check's result, which `highwater run` stores in run.json (`metadata_divergence`,
+harness.metadata_check), is carried into results.json as `metadata-divergence` and judged
+(expectations.judge), so re-checking a stored run keeps it; a run without it has neither.
 All histories are read as one DataFrame and checked together, in one Spark session (the caller's
 active one when there is one, else the process's `process_session`, kept for later checks): each
 line is parsed once into a flat table of ops and poll records, shuffled once by topic-partition
@@ -25,6 +28,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from harness.checker.expectations import (
+    METADATA_DIVERGENCE,
     Expectation,
     ExpectationError,
     parse_expected,
@@ -37,7 +41,9 @@ from harness.checker.history import (
     history_schema,
     validate_history,
 )
+from harness.store.files import StoreError
 from harness.store.history import HISTORY_FILE
+from harness.store.meta import read_meta
 from harness.store.results import write_results
 
 PLAN_FILE = "plan.yaml"
@@ -244,7 +250,8 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
             for run in good:
                 key = str(run.history.parent)
                 res = build_results(
-                    stats_by_run.get(key), rows_by_run.get(key, []), run.expectations
+                    stats_by_run.get(key), rows_by_run.get(key, []), run.expectations,
+                    metadata=stored_metadata_divergence(run.run_dir),
                 )
                 write_results(run.run_dir, res)
                 results[key] = RunResult(run.run_dir, results=res)
@@ -275,10 +282,22 @@ def _tune(spark, paths: list[str]) -> None:
     spark.conf.set("spark.sql.requireAllClusterKeysForCoPartition", "false")
 
 
+def stored_metadata_divergence(run_dir: Path) -> dict[str, Any] | None:
+    """The metadata check `highwater run` stored in run.json, or None (not run, or unreadable:
+    the history is still checked, and a `metadata-divergence` expectation then misses)."""
+    try:
+        found = read_meta(run_dir).get("metadata_divergence")
+    except StoreError:  # a run.json that does not parse: no metadata result, said by the miss
+        return None
+    return found if isinstance(found, dict) and isinstance(found.get("count"), int) else None
+
+
 def build_results(
-    stats_row: Mapping[str, Any] | None, rows: list, expectations: Sequence[Expectation]
+    stats_row: Mapping[str, Any] | None, rows: list, expectations: Sequence[Expectation],
+    metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """results.json of HISTORY.md from one run's stats row and top-10 anomaly rows."""
+    """results.json of HISTORY.md from one run's stats row and top-10 anomaly rows, plus the
+    metadata check's result when the run made one (HISTORY.md: under its own name)."""
     anomalies: dict[str, dict[str, Any]] = {
         name: {"count": 0, "by_partition": {}, "examples": []} for name in ANOMALIES
     }
@@ -301,12 +320,16 @@ def build_results(
     stats["lost_by_acks"] = lost_by_acks
     counts = {name: a["count"] for name, a in anomalies.items()}
     valid = all(n == 0 for name, n in counts.items() if name not in INFORMATIONAL)
-    return {
+    results: dict[str, Any] = {
         "valid": valid,
         "anomalies": anomalies,
         "stats": stats,
         "expected": {e.anomaly: e.text for e in expectations},
-        "verdict": verdict(valid, counts, expectations),
+        "verdict": verdict(valid, counts, expectations,
+                           metadata["count"] if metadata is not None else None),
     }
+    if metadata is not None:
+        results[METADATA_DIVERGENCE] = dict(metadata)
+    return results
 
 

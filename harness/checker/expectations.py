@@ -3,7 +3,9 @@
 Contract:
 - An expectation is "<op> <n>" with op one of == != >= <= > < and n a non-negative integer,
   about an anomaly count (`expected` in HISTORY.md, e.g. {"lost-write": "> 0"}), a scenario
-  mode's lost-by-acks count (`lost:<acks>`) or its on-disk divergence (`diverged-offsets`).
+  mode's lost-by-acks count (`lost:<acks>`), its on-disk divergence (`diverged-offsets`), or
+  the end-of-run metadata check (`metadata-divergence`, harness.metadata_check: nodes whose
+  metadata image differs from the active controller's).
   The plan loader builds them (harness/plan/loader.py, with file:line errors) and the run hands
   them to the checker as they are; `parse_expected` parses a bare mapping (`highwater check
   --expected`, or the `expected` key of a stored plan.yaml) and raises ExpectationError naming
@@ -12,8 +14,13 @@ Contract:
   the scenario runner (with its mode's lost_by_acks and diverged_offsets) and, through those,
   the nightly: "as-expected" when every anomaly expectation holds on the counts (with none,
   exactly when the history is valid) and every lost-by-acks and divergence expectation given
-  holds; else "unexpected", with `misses` saying what did not hold. `verdict` is the anomaly
-  part alone, as results.json records it.
+  holds; else "unexpected", with `misses` saying what did not hold. When the metadata check
+  ran (`metadata_divergence` given: a count), it is judged too: by the `metadata-divergence`
+  expectation when there is one, else by "== 0" (a divergence fails the run unless the plan
+  expects it); when it did not run (the simulator, a run stored before issue 13) a
+  `metadata-divergence` expectation cannot hold (a miss saying so) and nothing else changes.
+  `valid` stays about the history alone (HISTORY.md); results.json's `verdict` is this one.
+  `verdict` is the same without the lost-by-acks and on-disk parts, as results.json records it.
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ from typing import Any
 from harness.checker.history import ANOMALIES
 
 AS_EXPECTED, UNEXPECTED = "as-expected", "unexpected"
+METADATA_DIVERGENCE = "metadata-divergence"
+# What an `expected` mapping may name: the history's anomalies and the metadata check.
+EXPECTABLE = (*ANOMALIES, METADATA_DIVERGENCE)
 
 # The comparison operators an expression may use.
 COMPARISONS: dict[str, Callable[[int, int], bool]] = {
@@ -46,7 +56,7 @@ class ExpectationError(ValueError):
 
 @dataclass(frozen=True)
 class Expectation:
-    anomaly: str  # an anomaly name, "lost:<acks>" or "diverged-offsets"
+    anomaly: str  # an anomaly name, "metadata-divergence", "lost:<acks>", "diverged-offsets"
     op: str
     n: int
     text: str = ""  # as written (results.json's `expected` shows it); default "<op> <n>"
@@ -60,6 +70,10 @@ class Expectation:
 
     def __str__(self) -> str:
         return f"{self.op} {self.n}"
+
+
+# Without an expectation about it, the metadata check must find no differing node.
+NO_METADATA_DIVERGENCE = Expectation(METADATA_DIVERGENCE, "==", 0)
 
 
 def parse_expression(text: str) -> tuple[str, int] | None:
@@ -79,9 +93,9 @@ def parse_expected(expected: Any, where: str = "expected") -> list[Expectation]:
         )
     out = []
     for name, text in expected.items():
-        if name not in ANOMALIES:
+        if name not in EXPECTABLE:
             raise ExpectationError(
-                f"{where}: unknown anomaly {name!r}; known: {', '.join(ANOMALIES)}"
+                f"{where}: unknown anomaly {name!r}; known: {', '.join(EXPECTABLE)}"
             )
         if isinstance(text, bool) or not isinstance(text, str | int):
             raise ExpectationError(f"{where}: {name}: expression must be a string like '> 0'")
@@ -111,9 +125,12 @@ def judge(
     lost_expectations: Mapping[str, Expectation] | None = None,
     diverged: int | None = None,
     diverged_expectation: Expectation | None = None,
+    metadata_divergence: int | None = None,
 ) -> Judgement:
     """The verdict on one run; see the module docstring."""
     misses: list[str] = []
+    metadata = [e for e in expectations if e.anomaly == METADATA_DIVERGENCE]
+    expectations = [e for e in expectations if e.anomaly != METADATA_DIVERGENCE]
     if expectations:
         anomalies_ok = all(e.holds(counts.get(e.anomaly, 0)) for e in expectations)
     else:
@@ -130,9 +147,16 @@ def judge(
         n = diverged or 0
         if not diverged_expectation.holds(n):
             misses.append(f"diverged offsets on disk {diverged_expectation} (got {n})")
+    if metadata_divergence is not None:
+        for e in metadata or [NO_METADATA_DIVERGENCE]:
+            if not e.holds(metadata_divergence):
+                misses.append(f"{METADATA_DIVERGENCE} {e.text} (got {metadata_divergence})")
+    else:
+        misses += [f"{METADATA_DIVERGENCE} {e.text} (not checked in this run)" for e in metadata]
     return Judgement(UNEXPECTED if misses else AS_EXPECTED, tuple(misses))
 
 
-def verdict(valid: bool, counts: Mapping[str, int], expectations: Sequence[Expectation]) -> str:
-    """The anomaly verdict alone (results.json's `verdict`)."""
-    return judge(valid, counts, expectations).verdict
+def verdict(valid: bool, counts: Mapping[str, int], expectations: Sequence[Expectation],
+            metadata_divergence: int | None = None) -> str:
+    """results.json's `verdict`: the anomalies and, when it ran, the metadata check."""
+    return judge(valid, counts, expectations, metadata_divergence=metadata_divergence).verdict

@@ -15,8 +15,8 @@ from typing import Any
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from broker_app.kafka_versions import SWITCH_NAMES, KafkaVersionError, check_value, preset, resolve
-from harness.checker.expectations import Expectation, parse_expression
-from harness.checker.history import ACKS, ANOMALIES
+from harness.checker.expectations import EXPECTABLE, Expectation, parse_expression
+from harness.checker.history import ACKS
 from harness.plan.model import (
     ClusterSpec,
     ConsumerSpec,
@@ -292,7 +292,7 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
 
 
     def expected(self, node: Node, path: str) -> dict[str, Expectation]:
-        m = self.mapping(node, path, ANOMALIES)
+        m = self.mapping(node, path, EXPECTABLE)
         out: dict[str, Expectation] = {}
         for anomaly, (_, vnode) in m.items():
             v = self.scalar(vnode, join(path, anomaly), 'an expression like "== 0" or "> 0"')

@@ -15,8 +15,9 @@ Contract:
   partition to have a leader and a full ISR, drain (final reads), compare every node's metadata
   image (harness.metadata_check, bounded wait for agreement; run.json `metadata_divergence`),
   Cluster down (which collects logs/ and data/), then check_runs (PySpark) -> results.json
-  (plus the `metadata-divergence` entry) and write_report -> report.html. Not yet: the
-  metadata divergence does not change the verdict (no expectation names it yet).
+  (plus the `metadata-divergence` entry from run.json, part of the verdict: a differing node
+  fails the run unless the plan's `expected` names `metadata-divergence`) and write_report ->
+  report.html.
 - Exit 0: verdict as-expected; 1: unexpected; 2: the run could not be carried out (plan error,
   docker/cluster error, a `when` step with on_timeout fail timed out, the checker failed); the
   reason is printed and stored in run.json `reason`. Ctrl-C: threads stop, the cluster is removed.
@@ -294,19 +295,17 @@ class Runner:
     def _check_and_report(self) -> int:
         from harness.checker.check import check_runs
         from harness.report import write_report
-        from harness.store.results import write_results
 
         print("highwater run: checking the history (PySpark)")
         # The in-memory plan's expectations, as loaded (plan.yaml is the record, not the input).
         [res] = check_runs([self.run_dir.path], expectations=list(self.plan.expected.values()))
         if res.error is not None or res.results is None:
             return self._abort(f"checker: {res.error}")
-        metadata = self.run_dir.meta().get("metadata_divergence")
-        if metadata is not None:  # HISTORY.md: a metadata check reports under its own name
-            res.results["metadata-divergence"] = metadata
-            write_results(self.run_dir.path, res.results)
+        # check_runs carried run.json's metadata check into results.json and the verdict.
+        metadata = res.results.get("metadata-divergence")
+        if metadata is not None:
             print(f"highwater run: metadata-divergence {metadata['count']} "
-                  f"(nodes not compared: {metadata['unknown'] or 'none'})")
+                  f"(nodes not compared: {metadata.get('unknown') or 'none'})")
         report = write_report(self.run_dir.path)
         verdict = res.results["verdict"]
         counts = {k: v["count"] for k, v in res.results["anomalies"].items() if v["count"]}

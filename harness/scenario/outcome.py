@@ -3,7 +3,8 @@
 Contract (pure, no docker): `judge(mode, results)` -> Outcome. A run *reproduced* its mode when
 harness.checker.expectations.judge (the one verdict function) says as-expected on results.json's
 anomaly counts and `expected` (the mode's `expected` became the plan's) together with the mode's
-`lost_by_acks` on results.json stats. A run that could not be carried out
+`lost_by_acks` on results.json stats and its `metadata-divergence` count when the run made that
+check. A run that could not be carried out
 (no results) never counts as reproduced. `story(run_dir)` renders the fault timeline and the
 lost / divergent messages with their offsets from history.jsonl, results.json and run.json.
 Modes with `diverged_offsets` are judged on the replicas' own logs (harness.replica_logs): the
@@ -53,9 +54,16 @@ def judge(mode: ModeSpec, results: dict[str, Any] | None,
     j = judge_run(bool(results.get("valid")), counts,
                   parse_expected(results.get("expected") or {}, "results.json expected"),
                   lost_by_acks=lost, lost_expectations=mode.lost_by_acks,
-                  diverged=diverged, diverged_expectation=mode.diverged_offsets)
+                  diverged=diverged, diverged_expectation=mode.diverged_offsets,
+                  metadata_divergence=_metadata_count(results))
     why = "as expected" if not j.misses else "expected " + "; ".join(j.misses)
     return Outcome(j.verdict == AS_EXPECTED, True, counts, lost, why)
+
+
+def _metadata_count(results: dict[str, Any]) -> int | None:
+    """results.json's metadata check count, None when the run made no such check."""
+    found = results.get("metadata-divergence")
+    return int(found["count"]) if isinstance(found, dict) and "count" in found else None
 
 
 def _read_ops(path: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:

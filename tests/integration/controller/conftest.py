@@ -2,7 +2,8 @@
 
 Started as `python -m broker_app.controller.main` (same code as `highwater controller`), waited
 for (bounded) until both the Kafka and the admin port accept connections, and stopped in
-`finally` (SIGTERM, then SIGKILL) whatever the test did. Its stderr goes to a file that a
+`finally` (SIGTERM, then SIGKILL) whatever the test did. Its stderr goes to `<data dir>.log`
+(beside the data dir, one per process) that a
 failing test can print.
 """
 
@@ -29,7 +30,9 @@ class ControllerProcess:
         self.port = free_port()
         self.admin_port = free_port()
         self.extra_args = extra_args or []
-        self.log_path = data_dir.parent / "controller.log"
+        # One log per process, named after its data dir: the controllers of a quorum test share
+        # a parent dir, and a shared log would print every voter's lines as each one's.
+        self.log_path = data_dir.parent / f"{data_dir.name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property

@@ -269,3 +269,14 @@ def test_every_registration_version(controller, version):
         }  # fmt: skip
         resp = c.request(req(62, version, data))
     assert resp.error_code == 0 and resp.broker_epoch >= 0
+
+
+def test_controllers_in_sibling_dirs_write_their_own_logs(controller_factory, tmp_path) -> None:
+    # As test_controller_quorum lays out its voters: data dirs side by side in one tmp dir.
+    first = controller_factory(data_dir=tmp_path / "controller-1")
+    second = controller_factory(data_dir=tmp_path / "controller-2")
+    assert first.log_path != second.log_path
+    for c in (first, second):
+        c.stop()
+        # Each process logs its start once; a shared file would hold both starts.
+        assert c.log().count("emulating Kafka") == 1, c.log()

@@ -54,3 +54,20 @@ def test_exit_2_on_bad_expected(copy_fixture, capsys, expected, words) -> None:
     # Rejected before Spark starts.
     assert _run(copy_fixture("clean"), "--expected", expected) == 2
     assert words in capsys.readouterr().err
+
+
+def test_recheck_keeps_the_metadata_check_of_run_json(spark, copy_fixture, capsys) -> None:
+    import json
+
+    run = copy_fixture("clean")
+    metadata = {"count": 1, "by_partition": {}, "examples": [["broker-2", 7, "ab"]],
+                "reference": {"node": "controller-1", "digest": "cd"}, "unknown": []}
+    (run / "run.json").write_text(json.dumps({"metadata_divergence": metadata}))
+    # A clean history, but a node's metadata image differed: the run is unexpected...
+    assert _run(run) == 1
+    assert "metadata-divergence=1" in capsys.readouterr().out
+    stored = json.loads((run / "results.json").read_text())
+    assert stored["metadata-divergence"] == metadata and stored["valid"] is True
+    # ...unless the plan expects it.
+    assert _run(run, "--expected", '{"metadata-divergence": "> 0"}') == 0
+    assert json.loads((run / "results.json").read_text())["metadata-divergence"] == metadata

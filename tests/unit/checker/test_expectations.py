@@ -72,3 +72,35 @@ def test_judge_covers_lost_by_acks_and_divergence_and_names_misses() -> None:
     assert judge(False, {}, []).misses == ("a valid history (it is not)",)
     # A plan-built expectation (no text given) records its normalized text.
     assert Expectation("lost-write", ">", 0).text == "> 0"
+
+
+def test_a_metadata_divergence_fails_the_run_unless_expected() -> None:
+    from harness.checker.expectations import judge
+
+    # The metadata check ran and found 2 differing nodes: no expectation names it, so the
+    # run fails even though the history is valid.
+    bad = judge(True, {}, [], metadata_divergence=2)
+    assert (bad.verdict, bad.misses) == (UNEXPECTED, ("metadata-divergence == 0 (got 2)",))
+    assert verdict(True, {}, [], metadata_divergence=2) == UNEXPECTED
+    assert verdict(True, {}, [], metadata_divergence=0) == AS_EXPECTED
+    # A plan expecting it (a legacy Raft mode) passes; the anomaly part still follows `valid`.
+    exps = parse_expected({"metadata-divergence": "> 0"})
+    assert judge(True, {}, exps, metadata_divergence=2).verdict == AS_EXPECTED
+    assert judge(False, {"lost-write": 1}, exps, metadata_divergence=2).misses == (
+        "a valid history (it is not)",)
+    assert judge(True, {}, exps, metadata_divergence=0).misses == (
+        "metadata-divergence > 0 (got 0)",)
+    # Beside an anomaly expectation, each is judged on its own count.
+    both = parse_expected({"lost-write": "> 0", "metadata-divergence": "== 0"})
+    assert judge(False, {"lost-write": 1}, both, metadata_divergence=0).verdict == AS_EXPECTED
+    assert judge(False, {"lost-write": 1}, both, metadata_divergence=1).verdict == UNEXPECTED
+
+
+def test_metadata_check_absent_changes_nothing_but_cannot_meet_its_expectation() -> None:
+    from harness.checker.expectations import judge
+
+    # No metadata check (the simulator, a history-only run): the verdict is as before.
+    assert judge(True, {}, []).verdict == AS_EXPECTED
+    exps = parse_expected({"metadata-divergence": "== 0"})
+    assert judge(True, {}, exps).misses == (
+        "metadata-divergence == 0 (not checked in this run)",)

@@ -210,3 +210,10 @@ def test_parse_overrides() -> None:
     assert parse_overrides(["a.b=1", "c=x=y"]) == {"a.b": "1", "c": "x=y"}
     with pytest.raises(PlanError, match="expected key=value"):
         parse_overrides(["novalue"])
+
+
+def test_a_plan_may_expect_a_metadata_divergence(write_plan: WritePlan) -> None:
+    plan = load_plan(write_plan(BASE.replace(
+        "name: base", "name: base\nexpected: {metadata-divergence: '> 0', lost-write: 0}")))
+    assert {k: str(e) for k, e in plan.expected.items()} == {
+        "metadata-divergence": "> 0", "lost-write": "== 0"}

@@ -78,3 +78,49 @@ def test_a_clean_shutdown_in_time_stands_the_watchdog_down() -> None:
 
     asyncio.run(main())
     assert exits == []
+
+
+def test_serve_until_signalled_exits_hard_when_the_shutdown_hangs() -> None:
+    # What the controllers' mains run (issue 13 follow-up): a shutdown (e.g. a resign that
+    # never gets an answer) that hangs past the deadline ends in the hard exit.
+    from broker_app.server.liveness import serve_until_signalled
+
+    exits: list[int] = []
+    exited = asyncio.Event()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        def fake_exit(code: int) -> None:
+            exits.append(code)
+            loop.call_soon_threadsafe(exited.set)
+
+        async def hanging_shutdown() -> None:
+            await asyncio.sleep(3600)
+
+        task = asyncio.create_task(serve_until_signalled(hanging_shutdown, 0.2, fake_exit))
+        loop.call_later(0.05, os.kill, os.getpid(), signal.SIGTERM)
+        try:
+            await asyncio.wait_for(exited.wait(), 10)  # bounded: a broken guard fails
+        finally:
+            task.cancel()
+
+    asyncio.run(main())
+    assert exits == [HARD_EXIT_CODE]
+
+
+def test_serve_until_signalled_runs_the_shutdown_and_stands_down() -> None:
+    from broker_app.server.liveness import serve_until_signalled
+
+    exits: list[int] = []
+    ran: list[str] = []
+
+    async def shutdown() -> None:
+        ran.append("shutdown")
+
+    async def main() -> None:
+        asyncio.get_running_loop().call_later(0.05, os.kill, os.getpid(), signal.SIGTERM)
+        await asyncio.wait_for(serve_until_signalled(shutdown, 5, exits.append), 10)
+
+    asyncio.run(main())
+    assert (ran, exits) == (["shutdown"], [])

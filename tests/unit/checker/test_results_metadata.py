@@ -1,0 +1,47 @@
+"""results.json carries the metadata check stored in run.json (no Spark: build_results and the
+run.json reader are plain functions; test_cli covers `highwater check` end to end)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.checker.check import build_results, stored_metadata_divergence
+from harness.checker.expectations import parse_expected
+
+DIVERGED = {"count": 1, "by_partition": {"t-0": 1}, "examples": [["controller-2", 40, "ab"]],
+            "reference": {"node": "controller-1", "digest": "cd"}, "unknown": []}
+
+
+def test_build_results_keeps_the_metadata_check_and_judges_it() -> None:
+    res = build_results({"sends": 0}, [], [], metadata=DIVERGED)
+    assert res["metadata-divergence"] == DIVERGED
+    # `valid` stays about the history (HISTORY.md); the verdict includes the metadata check.
+    assert (res["valid"], res["verdict"]) == (True, "unexpected")
+    expected = parse_expected({"metadata-divergence": "> 0"})
+    res = build_results({"sends": 0}, [], expected, metadata=DIVERGED)
+    assert (res["expected"], res["verdict"]) == ({"metadata-divergence": "> 0"}, "as-expected")
+    # Without a metadata check results.json is as before: no entry, verdict from `valid`.
+    res = build_results({"sends": 0}, [], [])
+    assert "metadata-divergence" not in res and res["verdict"] == "as-expected"
+
+
+def test_stored_metadata_divergence_reads_run_json(tmp_path: Path) -> None:
+    assert stored_metadata_divergence(tmp_path) is None  # no run.json
+    (tmp_path / "run.json").write_text(json.dumps({"seed": 1}))
+    assert stored_metadata_divergence(tmp_path) is None  # a run without the check
+    (tmp_path / "run.json").write_text(json.dumps({"metadata_divergence": DIVERGED}))
+    assert stored_metadata_divergence(tmp_path) == DIVERGED
+    (tmp_path / "run.json").write_text("{not json")
+    assert stored_metadata_divergence(tmp_path) is None  # unreadable: the history still checked
+
+
+def test_a_scenario_run_is_judged_on_its_metadata_check() -> None:
+    from harness.plan.model import ModeSpec
+    from harness.scenario.outcome import judge
+
+    results = build_results({"sends": 0}, [], [], metadata=DIVERGED)
+    out = judge(ModeSpec("fixed"), results)
+    assert not out.reproduced and "metadata-divergence == 0 (got 1)" in out.why
+    results = build_results({"sends": 0}, [], [], metadata={**DIVERGED, "count": 0})
+    assert judge(ModeSpec("fixed"), results).reproduced
