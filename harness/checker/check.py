@@ -8,8 +8,9 @@ every run; `expectations` (already-built Expectation objects: what `highwater ru
 its in-memory Plan, so the plan is not written out and parsed back) likewise; otherwise a run's
 `plan.yaml` `expected` key is used (see `plan_expected`: `highwater check` on a stored run).
 The metadata check's result, which `highwater run` stores in run.json (`metadata_divergence`,
-harness.metadata_check), is carried into results.json as `metadata-divergence` and judged
-(expectations.judge), so re-checking a stored run keeps it; a run without it has neither.
+harness.metadata_check), is carried into results.json as `metadata-divergence` (its own name,
+HISTORY.md) and judged in the run's verdict (`RunResult.verdict`, expectations.run_verdict), not
+in results.json's `verdict`, which stays the history's; re-checking a stored run keeps it.
 All histories are read as one DataFrame and checked together, in one Spark session (the caller's
 active one when there is one, else the process's `process_session`, kept for later checks): each
 line is parsed once into a flat table of ops and poll records, shuffled once by topic-partition
@@ -32,6 +33,7 @@ from harness.checker.expectations import (
     Expectation,
     ExpectationError,
     parse_expected,
+    run_verdict,
     verdict,
 )
 from harness.checker.history import (
@@ -58,7 +60,8 @@ class RunResult:
 
     @property
     def verdict(self) -> str:
-        return "error" if self.results is None else self.results["verdict"]
+        """The run's verdict (history and metadata check: expectations.run_verdict)."""
+        return "error" if self.results is None else run_verdict(self.results).verdict
 
 
 @dataclass
@@ -325,8 +328,7 @@ def build_results(
         "anomalies": anomalies,
         "stats": stats,
         "expected": {e.anomaly: e.text for e in expectations},
-        "verdict": verdict(valid, counts, expectations,
-                           metadata["count"] if metadata is not None else None),
+        "verdict": verdict(valid, counts, expectations),
     }
     if metadata is not None:
         results[METADATA_DIVERGENCE] = dict(metadata)

@@ -19,8 +19,11 @@ Contract:
   expectation when there is one, else by "== 0" (a divergence fails the run unless the plan
   expects it); when it did not run (the simulator, a run stored before issue 13) a
   `metadata-divergence` expectation cannot hold (a miss saying so) and nothing else changes.
-  `valid` stays about the history alone (HISTORY.md); results.json's `verdict` is this one.
-  `verdict` is the same without the lost-by-acks and on-disk parts, as results.json records it.
+- `verdict` is results.json's `verdict`: the history's part alone (anomaly expectations), so
+  HISTORY.md's rule holds — without expectations it is as-expected exactly when `valid` is.
+- `run_verdict(results)` is the run's verdict from a results.json: that history verdict plus the
+  metadata check stored beside it (`metadata-divergence`) against the recorded expectations;
+  `highwater run`'s and `highwater check`'s exit codes and the scenario judge use it.
 """
 
 from __future__ import annotations
@@ -156,7 +159,21 @@ def judge(
     return Judgement(UNEXPECTED if misses else AS_EXPECTED, tuple(misses))
 
 
-def verdict(valid: bool, counts: Mapping[str, int], expectations: Sequence[Expectation],
-            metadata_divergence: int | None = None) -> str:
-    """results.json's `verdict`: the anomalies and, when it ran, the metadata check."""
-    return judge(valid, counts, expectations, metadata_divergence=metadata_divergence).verdict
+def verdict(valid: bool, counts: Mapping[str, int], expectations: Sequence[Expectation]) -> str:
+    """results.json's `verdict`: the history's anomalies against their expectations (HISTORY.md)."""
+    history = [e for e in expectations if e.anomaly != METADATA_DIVERGENCE]
+    return judge(valid, counts, history).verdict
+
+
+def metadata_count(results: Mapping[str, Any]) -> int | None:
+    """results.json's metadata check count, None when the run made no such check."""
+    found = results.get(METADATA_DIVERGENCE)
+    return int(found["count"]) if isinstance(found, dict) and "count" in found else None
+
+
+def run_verdict(results: Mapping[str, Any]) -> Judgement:
+    """The run's verdict from its results.json: the history and the metadata check."""
+    counts = {k: int(v["count"]) for k, v in results.get("anomalies", {}).items()}
+    expected = parse_expected(results.get("expected") or {}, "results.json expected")
+    return judge(bool(results.get("valid")), counts, expected,
+                 metadata_divergence=metadata_count(results))

@@ -307,7 +307,7 @@ class Runner:
             print(f"highwater run: metadata-divergence {metadata['count']} "
                   f"(nodes not compared: {metadata.get('unknown') or 'none'})")
         report = write_report(self.run_dir.path)
-        verdict = res.results["verdict"]
+        verdict = res.verdict  # the history's verdict and the metadata check
         counts = {k: v["count"] for k, v in res.results["anomalies"].items() if v["count"]}
         code = EXIT_OK if verdict == "as-expected" else EXIT_UNEXPECTED
         self.run_dir.write_meta(exit_code=code, verdict=verdict)

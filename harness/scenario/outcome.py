@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.checker.expectations import AS_EXPECTED, parse_expected
+from harness.checker.expectations import AS_EXPECTED, metadata_count, parse_expected
 from harness.checker.expectations import judge as judge_run
 from harness.plan.model import ModeSpec
 from harness.replica_logs import diverged_offsets, replica_logs
@@ -55,15 +55,9 @@ def judge(mode: ModeSpec, results: dict[str, Any] | None,
                   parse_expected(results.get("expected") or {}, "results.json expected"),
                   lost_by_acks=lost, lost_expectations=mode.lost_by_acks,
                   diverged=diverged, diverged_expectation=mode.diverged_offsets,
-                  metadata_divergence=_metadata_count(results))
+                  metadata_divergence=metadata_count(results))
     why = "as expected" if not j.misses else "expected " + "; ".join(j.misses)
     return Outcome(j.verdict == AS_EXPECTED, True, counts, lost, why)
-
-
-def _metadata_count(results: dict[str, Any]) -> int | None:
-    """results.json's metadata check count, None when the run made no such check."""
-    found = results.get("metadata-divergence")
-    return int(found["count"]) if isinstance(found, dict) and "count" in found else None
 
 
 def _read_ops(path: Path, wanted: set[int]) -> dict[int, dict[str, Any]]:

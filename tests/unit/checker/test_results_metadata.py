@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.checker.check import build_results, stored_metadata_divergence
-from harness.checker.expectations import parse_expected
+from harness.checker.check import RunResult, build_results, stored_metadata_divergence
+from harness.checker.expectations import parse_expected, run_verdict
 
 DIVERGED = {"count": 1, "by_partition": {"t-0": 1}, "examples": [["controller-2", 40, "ab"]],
             "reference": {"node": "controller-1", "digest": "cd"}, "unknown": []}
@@ -16,11 +16,15 @@ DIVERGED = {"count": 1, "by_partition": {"t-0": 1}, "examples": [["controller-2"
 def test_build_results_keeps_the_metadata_check_and_judges_it() -> None:
     res = build_results({"sends": 0}, [], [], metadata=DIVERGED)
     assert res["metadata-divergence"] == DIVERGED
-    # `valid` stays about the history (HISTORY.md); the verdict includes the metadata check.
-    assert (res["valid"], res["verdict"]) == (True, "unexpected")
+    # results.json's `valid` and `verdict` stay the history's (HISTORY.md: without expectations
+    # verdict is as-expected exactly when valid); the run's verdict includes the metadata check.
+    assert (res["valid"], res["verdict"]) == (True, "as-expected")
+    assert run_verdict(res).misses == ("metadata-divergence == 0 (got 1)",)
+    assert RunResult(Path("r"), results=res).verdict == "unexpected"
     expected = parse_expected({"metadata-divergence": "> 0"})
     res = build_results({"sends": 0}, [], expected, metadata=DIVERGED)
-    assert (res["expected"], res["verdict"]) == ({"metadata-divergence": "> 0"}, "as-expected")
+    assert res["expected"] == {"metadata-divergence": "> 0"}
+    assert (res["verdict"], run_verdict(res).verdict) == ("as-expected", "as-expected")
     # Without a metadata check results.json is as before: no entry, verdict from `valid`.
     res = build_results({"sends": 0}, [], [])
     assert "metadata-divergence" not in res and res["verdict"] == "as-expected"
