@@ -17,6 +17,7 @@ import statistics
 from html import escape
 from typing import Any
 
+from harness.checker.expectations import ExpectationError, run_verdict
 from harness.checker.history import ANOMALIES, INFORMATIONAL
 from harness.replica_logs import diverged_offsets, partitions, replica_logs
 from harness.report.data import (
@@ -116,13 +117,19 @@ def _verdict(data: RunData) -> str:
     if r is None:
         return ('<div class="verdict unknown" id="verdict">not checked: no results.json '
                 "(run <code>highwater check RUN_DIR</code>)</div>")
-    verdict, valid = r.get("verdict", "?"), r.get("valid")
+    valid = r.get("valid")
+    try:  # the run's verdict: the history's and the metadata check (expectations.run_verdict)
+        judged = run_verdict(r)
+        verdict, misses = judged.verdict, judged.misses
+    except ExpectationError:
+        verdict, misses = r.get("verdict", "?"), ()
     cls = "good" if verdict == "as-expected" else "bad"
     expected = r.get("expected") or {}
     exp = ", ".join(f"{_e(k)} {_e(v)}" for k, v in expected.items()) or "a valid history"
+    missed = f"; missed: {_e('; '.join(misses))}" if misses else ""
     return (
         f'<div class="verdict {cls}" id="verdict"><b>{_e(verdict)}</b> — '
-        f"history {'valid' if valid else 'INVALID'}; expected: {exp}</div>"
+        f"history {'valid' if valid else 'INVALID'}; expected: {exp}{missed}</div>"
     )
 
 

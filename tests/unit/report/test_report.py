@@ -290,3 +290,7 @@ def test_report_shows_the_metadata_divergence_of_results(fixture_run) -> None:
     assert row, "metadata-divergence row missing or not highlighted"
     assert '<td class="num">1</td>' in row.group(1) and "t-0: 1" in row.group(1)
     assert "controller-3001 at 41" in row.group(1) and "not compared: broker-3" in row.group(1)
+    # The verdict shown is the run's (the history's and the metadata check), saying what missed.
+    verdict = re.search(r'<div class="verdict (\w+)" id="verdict"><b>([\w-]+)</b>(.*?)</div>', html)
+    assert verdict and verdict.group(1, 2) == ("bad", "unexpected"), html[:2000]
+    assert "metadata-divergence == 0 (got 1)" in verdict.group(3)
