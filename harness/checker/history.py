@@ -11,6 +11,7 @@ Contract (HISTORY.md is the authority, this module is its one implementation):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,18 +214,7 @@ class _LineChecker:
         if not isinstance(offsets, list) or not offsets:
             self.problem(lineno, "offsets", f"must be a non-empty list, got {offsets!r}")
             return
-        for i, o in enumerate(offsets):
-            field = f"offsets[{i}]"
-            if not isinstance(o, dict):
-                self.problem(lineno, field, "must be an object")
-                continue
-            for key, ok in (
-                ("topic", isinstance(o.get("topic"), str) and bool(o.get("topic"))),
-                ("partition", _is_int(o.get("partition")) and o.get("partition", -1) >= 0),
-                ("offset", _is_int(o.get("offset")) and o.get("offset", -1) >= 0),
-            ):
-                if not ok:
-                    self.problem(lineno, f"{field}.{key}", f"invalid: {o.get(key)!r}")
+        self._positions(lineno, "offsets", offsets, lambda o: ())
         if op["type"] in ("fail", "info") and not isinstance(op.get("error"), str):
             self.problem(lineno, "error", f"{op['type']} commit needs the client's error name")
 
@@ -245,23 +235,31 @@ class _LineChecker:
         if not isinstance(records, list):
             self.problem(lineno, "records", f"ok poll needs a list, got {records!r}")
             return
-        for i, r in enumerate(records):
-            field = f"records[{i}]"
-            if not isinstance(r, dict):
+        self._positions(lineno, "records", records, lambda r: (
+            ("value", _is_int(r.get("value"))),
+            ("generation", r.get("generation") is None
+             or (_is_int(r.get("generation")) and r["generation"] >= 0)),
+            ("rebalance", r.get("rebalance") is None
+             or (_is_int(r.get("rebalance")) and r["rebalance"] >= 1)),
+        ))
+
+    def _positions(self, lineno: int, name: str, items: list[Any],
+                   more: Callable[[dict[str, Any]], Iterable[tuple[str, bool]]]) -> None:
+        """Each item of `name` (a poll's records, a commit's offsets) is an object with a topic,
+        a partition and an offset, plus the checks `more` gives for its kind."""
+        for i, o in enumerate(items):
+            field = f"{name}[{i}]"
+            if not isinstance(o, dict):
                 self.problem(lineno, field, "must be an object")
                 continue
             for key, ok in (
-                ("topic", isinstance(r.get("topic"), str) and bool(r.get("topic"))),
-                ("partition", _is_int(r.get("partition")) and r.get("partition", -1) >= 0),
-                ("offset", _is_int(r.get("offset")) and r.get("offset", -1) >= 0),
-                ("value", _is_int(r.get("value"))),
-                ("generation", r.get("generation") is None
-                 or (_is_int(r.get("generation")) and r["generation"] >= 0)),
-                ("rebalance", r.get("rebalance") is None
-                 or (_is_int(r.get("rebalance")) and r["rebalance"] >= 1)),
+                ("topic", isinstance(o.get("topic"), str) and bool(o.get("topic"))),
+                ("partition", _is_int(o.get("partition")) and o.get("partition", -1) >= 0),
+                ("offset", _is_int(o.get("offset")) and o.get("offset", -1) >= 0),
+                *more(o),
             ):
                 if not ok:
-                    self.problem(lineno, f"{field}.{key}", f"invalid: {r.get(key)!r}")
+                    self.problem(lineno, f"{field}.{key}", f"invalid: {o.get(key)!r}")
 
     def _pairing(self, lineno: int, op: dict[str, Any]) -> None:
         process = op["process"]
