@@ -3,8 +3,9 @@
 Contract:
 - SWITCHES names each version-governed switch as plans and the command line spell it
   (`truncation`, `isr-update`, `strict-min-isr`, `eligible-leader-replicas`,
-  `unclean-leader-election`), the processes that take it (broker, controller or both) and its
-  allowed values. Switch values are strings; booleans are "true"/"false".
+  `unclean-leader-election`, `isr-broker-epochs`), the processes that take it (broker,
+  controller or both) and its allowed values. Switch values are strings; booleans are
+  "true"/"false".
 - VERSIONS is the table: each row is a Kafka release, the value of EVERY switch in it, and what
   changed in it with its KIP/JIRA. A release not listed behaves like the nearest listed one
   below it; only listed releases are accepted. DEFAULT_VERSION (4.1) is today's Kafka: the
@@ -16,7 +17,8 @@ Contract:
   member holds everything below the HW only then). Unknown versions or values raise
   KafkaVersionError naming the known ones.
 - Not switches (always on here, whatever the version): KIP-320 leader-epoch fencing of
-  fetches, KIP-841's ISR rules, KIP-903 broker epochs in AlterPartition. Consumers never read
+  fetches, KIP-841's ISR rules. The Raft vote switch (`raft-vote-log-check`) is a
+  hypothetical bug, in no release, and therefore not in this table either. Consumers never read
   past the HW in any Kafka release; `consumer-visibility: log-end` (L5) is a hypothetical
   legacy switch and therefore not in this table.
 - `render_markdown()` is the table as docs/kafka-versions.md shows it (a test keeps the two
@@ -56,6 +58,8 @@ SWITCHES: tuple[Switch, ...] = (
            "KIP-966 ELR: replicas leaving an ISR below min.insync stay electable"),
     Switch("unclean-leader-election", ("controller",), BOOL,
            "cluster default of unclean.leader.election.enable"),
+    Switch("isr-broker-epochs", ("broker", "controller"), BOOL,
+           "KIP-903: AlterPartition carries ISR members' broker epochs, stale ones refused"),
 )
 SWITCH_NAMES: tuple[str, ...] = tuple(s.name for s in SWITCHES)
 _BY_NAME = {s.name: s for s in SWITCHES}
@@ -69,8 +73,9 @@ class KafkaVersion:
 
 
 def _row(version: str, truncation: str, isr_update: str, strict: str, elr: str, unclean: str,
-         changes: str) -> KafkaVersion:  # fmt: skip
-    values = (truncation, isr_update, strict, elr, unclean)
+         changes: str, epochs: str = "true") -> KafkaVersion:  # fmt: skip
+    # `epochs` (isr-broker-epochs, KIP-903) last and defaulted: it is "false" below 3.5.
+    values = (truncation, isr_update, strict, elr, unclean, epochs)
     return KafkaVersion(version, dict(zip(SWITCH_NAMES, values, strict=True)), changes)
 
 
@@ -78,25 +83,29 @@ VERSIONS: tuple[KafkaVersion, ...] = (
     _row("0.8", "high-watermark", "eager", "false", "false", "true",
          "0.8.2 (KAFKA-1028, KAFKA-1555): min.insync.replicas refuses acks=all appends but does "
          "not gate the HW; a follower truncates to its own HW (KAFKA-1211); unclean election "
-         "on by default"),
+         "on by default", epochs="false"),
     _row("0.11", "kip-101", "eager", "false", "false", "false",
          "KIP-101 (KAFKA-1211): truncation by leader epoch (OffsetsForLeaderEpoch); KIP-106: "
-         "unclean.leader.election.enable defaults to false"),
+         "unclean.leader.election.enable defaults to false", epochs="false"),
     _row("2.0", "kip-279", "eager", "false", "false", "false",
          "KIP-279 (KAFKA-6361): OffsetsForLeaderEpoch answers with the leader's largest epoch "
-         "<= the requested one, the follower iterates"),
+         "<= the requested one, the follower iterates", epochs="false"),
     _row("2.1", "kip-279", "eager", "false", "false", "false",
          "KIP-320 (KAFKA-7395): the current leader epoch in fetches fences zombie replicas "
-         "(always on here, no switch)"),
+         "(always on here, no switch)", epochs="false"),
     _row("2.7", "kip-279", "maximal", "false", "false", "false",
          "KIP-497 (KAFKA-8836): AlterIsr, the leader counts the maximal ISR; KIP-595 adds "
-         "Fetch v12 LastFetchedEpoch/DivergingEpoch (used by KRaft only)"),
+         "Fetch v12 LastFetchedEpoch/DivergingEpoch (used by KRaft only)", epochs="false"),
     _row("2.8", "diverging-epoch", "maximal", "false", "false", "false",
          "KAFKA-10554: the replica fetcher truncates from the Fetch response's DivergingEpoch "
-         "instead of OffsetsForLeaderEpoch round trips"),
+         "instead of OffsetsForLeaderEpoch round trips", epochs="false"),
     _row("3.3", "diverging-epoch", "maximal", "false", "false", "false",
          "KIP-841 (KAFKA-13916): fenced or shutting-down replicas stay out of the ISR, the "
-         "last member is kept (always on here, no switch)"),
+         "last member is kept (always on here, no switch)", epochs="false"),
+    _row("3.5", "diverging-epoch", "maximal", "false", "false", "false",
+         "KIP-903 (KAFKA-14139, KAFKA-14617): AlterPartition v3 carries each ISR member's broker "
+         "epoch; the controller refuses a stale one (INELIGIBLE_REPLICA), so a replica that "
+         "restarted with an emptied log cannot rejoin the ISR on its predecessor's progress"),
     _row("3.7", "diverging-epoch", "maximal", "true", "false", "false",
          "KIP-966 part (KAFKA-15583): the HW advances only while ISR >= min.insync.replicas; "
          "KAFKA-15582/15586: the clean-shutdown marker and PreviousBrokerEpoch"),

@@ -15,6 +15,12 @@ class ControllerConfig:
     # KIP-966 eligible leader replicas (Kafka: feature eligible.leader.replicas.version=1,
     # opt-in in 4.0, on for new clusters from 4.1). The kafka_version preset sets it.
     eligible_leader_replicas: bool = True
+    # KIP-903 (Kafka 3.5): AlterPartition v3's ISR member broker epochs are compared with the
+    # registered ones (INELIGIBLE_REPLICA on a mismatch). False: ignored, as before 3.5.
+    isr_broker_epochs: bool = True
+    # Raft vote rule (KIP-595, Raft 5.4.1): grant a vote only to a candidate whose log is at
+    # least as up to date. False ("none") is a hypothetical bug switch, in no Kafka release.
+    raft_vote_log_check: bool = True
     min_insync_replicas: int = 1  # min.insync.replicas (cluster default; a topic config wins)
     auto_leader_rebalance: bool = False  # auto.leader.rebalance.enable (Kafka's default: true)
     leader_imbalance_check_interval_ms: int = 300_000  # leader.imbalance.check.interval.seconds

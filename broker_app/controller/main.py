@@ -46,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=None, help="cluster default of unclean.leader.election.enable")
     parser.add_argument("--eligible-leader-replicas", action=argparse.BooleanOptionalAction,
                         default=None, help="KIP-966 eligible leader replicas")
+    parser.add_argument("--isr-broker-epochs", action=argparse.BooleanOptionalAction,
+                        default=None, help="KIP-903: refuse ISR members with a stale broker "
+                                           "epoch in AlterPartition (Kafka >= 3.5)")
+    parser.add_argument("--raft-vote-log-check", choices=("strict", "none"), default="strict",
+                        help="strict: Raft's vote rule (grant only to an up-to-date log); "
+                             "none: hypothetical bug switch, grant without the log check")
     parser.add_argument("--min-insync-replicas", type=int, default=1,
                         help="cluster default of min.insync.replicas (a topic config wins)")
     parser.add_argument("--auto-leader-rebalance", action="store_true")
@@ -76,6 +82,7 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
     sw = resolve(args.kafka_version, {
         "unclean-leader-election": bool_text(args.unclean_leader_election),
         "eligible-leader-replicas": bool_text(args.eligible_leader_replicas),
+        "isr-broker-epochs": bool_text(args.isr_broker_epochs),
     })  # fmt: skip
     return ControllerConfig(
         node_id=args.node_id,
@@ -83,6 +90,8 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
         session_timeout_ms=args.session_timeout_ms,
         unclean_leader_election=as_bool(sw["unclean-leader-election"]),
         eligible_leader_replicas=as_bool(sw["eligible-leader-replicas"]),
+        isr_broker_epochs=as_bool(sw["isr-broker-epochs"]),
+        raft_vote_log_check=args.raft_vote_log_check == "strict",
         min_insync_replicas=args.min_insync_replicas,
         auto_leader_rebalance=args.auto_leader_rebalance,
         leader_imbalance_check_interval_ms=args.leader_imbalance_check_interval_ms,

@@ -32,7 +32,8 @@ Contract:
 - AlterPartition validation order (Kafka's): broker epoch (STALE_BROKER_EPOCH), topic and
   partition, leader epoch (FENCED_LEADER_EPOCH), sender is leader (INVALID_REQUEST), partition
   epoch (INVALID_UPDATE_VERSION), ISR shape (INVALID_REQUEST), ISR members registered, unfenced
-  and with current broker epochs (INELIGIBLE_REPLICA).
+  and with current broker epochs (INELIGIBLE_REPLICA; the epochs of AlterPartition v3, KIP-903,
+  compared only with config.isr_broker_epochs, the `isr-broker-epochs` switch).
 - Reassignment (KIP-455, simplified): replicas become target + removing, adding/removing are
   recorded; when the leader's AlterPartition puts every target replica in the ISR the
   reassignment completes (replicas = target, ISR restricted to it, leader re-elected if it was
@@ -539,7 +540,10 @@ class QuorumController:
                 raise ControllerError(
                     Errors.INELIGIBLE_REPLICA, f"{where}: ISR member {r} is {state}"
                 )
-            if epochs is not None and i < len(epochs) and epochs[i] not in (-1, rb.epoch):
+            # KIP-903: a member that restarted since the leader saw it caught up may hold an
+            # emptied log; it must catch up again under its new epoch. Legacy (< 3.5): unchecked.
+            if (self.config.isr_broker_epochs and epochs is not None and i < len(epochs)
+                    and epochs[i] not in (-1, rb.epoch)):
                 raise ControllerError(
                     Errors.INELIGIBLE_REPLICA,
                     f"{where}: ISR member {r} has broker epoch {epochs[i]}, registered {rb.epoch}",

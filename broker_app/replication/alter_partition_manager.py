@@ -125,31 +125,35 @@ class AlterPartitionManager:
 
 
 ALTER_PARTITION, ALTER_PARTITION_VERSION = 56, 2
+ALTER_PARTITION_EPOCHS_VERSION = 3  # KIP-903: NewIsrWithEpochs replaces NewIsr
 
 
 def build_alter_partition(
     request: AlterPartitionRequest, broker_epoch: int, topic_id: uuid.UUID
 ) -> Any:
-    """The AlterPartition v2 request entity for one proposal."""
+    """The AlterPartition request entity for one proposal: v3 with each ISR member's broker
+    epoch when the proposal carries them (KIP-903), else v2 with bare ids (before Kafka 3.5)."""
+    partition: dict[str, Any] = {
+        "partition_index": request.partition,
+        "leader_epoch": request.leader_epoch,
+        "leader_recovery_state": 0,
+        "partition_epoch": request.partition_epoch,
+    }
+    version = ALTER_PARTITION_VERSION
+    if request.isr_broker_epochs is not None:
+        version = ALTER_PARTITION_EPOCHS_VERSION
+        partition["new_isr_with_epochs"] = [
+            {"broker_id": r, "broker_epoch": e}
+            for r, e in zip(request.new_isr, request.isr_broker_epochs, strict=True)
+        ]
+    else:
+        partition["new_isr"] = list(request.new_isr)
     return build(
-        load_request_schema(ALTER_PARTITION, ALTER_PARTITION_VERSION),
+        load_request_schema(ALTER_PARTITION, version),
         {
             "broker_id": request.broker_id,
             "broker_epoch": broker_epoch,
-            "topics": [
-                {
-                    "topic_id": topic_id,
-                    "partitions": [
-                        {
-                            "partition_index": request.partition,
-                            "leader_epoch": request.leader_epoch,
-                            "new_isr": list(request.new_isr),
-                            "leader_recovery_state": 0,
-                            "partition_epoch": request.partition_epoch,
-                        }
-                    ],
-                }
-            ],
+            "topics": [{"topic_id": topic_id, "partitions": [partition]}],
         },
     )
 

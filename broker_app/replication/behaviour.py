@@ -61,6 +61,13 @@ class ReplicationBehaviour:
     requires strict_min_isr: a replica in the ELR holds everything below the HW only while
     the HW waits for min.insync.replicas replicas."""
 
+    isr_broker_epochs: bool = True
+    """KIP-903 (Kafka 3.5, KAFKA-14139/KAFKA-14617): an ISR proposal carries each member's
+    broker epoch as of the fetch that showed it caught up (AlterPartition v3), so the controller
+    refuses a member that restarted since (INELIGIBLE_REPLICA). False: AlterPartition v2 with
+    bare ids, as before 3.5: a stale expansion can add a replica whose log was emptied by a
+    restart to the ISR."""
+
     def __post_init__(self) -> None:
         # A typo in a plan's switch must fail loudly: silently running the default would turn
         # a legacy reproduction into a false "nothing lost".
@@ -74,7 +81,8 @@ class ReplicationBehaviour:
                 raise ValueError(
                     f"ReplicationBehaviour.{name}={value!r} is not one of {', '.join(allowed)}"
                 )
-        for name in ("strict_min_isr", "unclean_leader_election", "eligible_leader_replicas"):
+        for name in ("strict_min_isr", "unclean_leader_election", "eligible_leader_replicas",
+                     "isr_broker_epochs"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"ReplicationBehaviour.{name} must be a bool")
         if self.eligible_leader_replicas and not self.strict_min_isr:

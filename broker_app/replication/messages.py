@@ -95,6 +95,9 @@ class AlterPartitionRequest:
     leader_epoch: int
     new_isr: tuple[int, ...]
     partition_epoch: int
+    # KIP-903 (AlterPartition v3 NewIsrWithEpochs): the broker epoch of each new_isr member,
+    # in the same order, as the leader knew it when it decided; -1 = not checked. None: v2.
+    isr_broker_epochs: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,9 @@ class Partition:
         # KIP-841: a fenced broker or one in controlled shutdown may not join an ISR. The
         # ReplicaManager points this at the metadata image; alone, every replica is eligible.
         self.is_replica_isr_eligible: Callable[[int], bool] = lambda _replica_id: True
+        # KIP-903: a broker's current epoch per the metadata image (-1 unknown); the
+        # ReplicaManager points it at the image like is_replica_isr_eligible.
+        self.replica_broker_epoch: Callable[[int], int] = lambda _replica_id: -1
 
     def __repr__(self) -> str:
         return (
@@ -418,6 +421,7 @@ class Partition:
                 f"broker {replica_id} is not a replica of {self.name} (replicas {self.replicas})"
             )
         previous_leo = state.log_end_offset
+        state.broker_epoch = self.replica_broker_epoch(replica_id)
         state.update_fetch_state(fetch_offset, log_start_offset, now_ms, self.log.log_end_offset)
         request = None
         if replica_id not in self.isr:
@@ -485,14 +489,27 @@ class Partition:
             self.maybe_increment_leader_hw(now_ms)
         return request
 
+    def _isr_broker_epochs(self, isr: tuple[int, ...]) -> tuple[int, ...] | None:
+        """KIP-903: each member's broker epoch as of its last fetch (the leader's own: -1, the
+        request's top-level broker epoch covers it); None without the switch (v2)."""
+        if not self.behaviour.isr_broker_epochs:
+            return None
+        return tuple(
+            -1 if r == self.local_broker_id or r not in self.remote_replicas
+            else self.remote_replicas[r].broker_epoch
+            for r in isr
+        )
+
     def _alter_partition_request(self, new_isr: frozenset[int]) -> AlterPartitionRequest:
+        isr = tuple(sorted(new_isr))
         request = AlterPartitionRequest(
             topic=self.topic,
             partition=self.partition,
             broker_id=self.local_broker_id,
             leader_epoch=self.leader_epoch,
-            new_isr=tuple(sorted(new_isr)),
+            new_isr=isr,
             partition_epoch=self.partition_epoch,
+            isr_broker_epochs=self._isr_broker_epochs(isr),
         )
         self._inflight = request
         return request

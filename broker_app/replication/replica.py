@@ -22,6 +22,14 @@ class ReplicaState:
     last_fetch_time_ms: int = 0
     # None = never known caught up under this leader (time 0 is a valid test clock value).
     last_caught_up_time_ms: int | None = None
+    # KIP-903: the follower's broker epoch at its last fetch (-1 unknown). Deviation: Kafka
+    # reads it from the Fetch request (v15 ReplicaState.ReplicaEpoch); our followers fetch
+    # with v12 (topic names), so the leader takes the epoch its metadata image holds for the
+    # follower at that fetch. The image may lag a re-registration: a new incarnation's first
+    # fetches are then stamped with the old epoch and its expansion is refused and retried
+    # (a delay, never an unsafe ISR); the unsafe case, an old incarnation's fetch stamped with
+    # the new epoch, needs the old process alive after its successor registered.
+    broker_epoch: int = -1
 
     def reset_for_new_leader(self, now_ms: int, in_sync: bool) -> None:
         """A new leader knows nothing of the follower's log; an ISR member gets the full lag
@@ -31,6 +39,7 @@ class ReplicaState:
         self.last_fetch_leader_log_end_offset = UNKNOWN_OFFSET
         self.last_fetch_time_ms = 0
         self.last_caught_up_time_ms = now_ms if in_sync else None
+        self.broker_epoch = -1
 
     def update_fetch_state(
         self, fetch_offset: int, log_start_offset: int, fetch_time_ms: int, leader_end_offset: int

@@ -142,6 +142,7 @@ class ReplicaManager:
         # Which brokers may join an ISR (KIP-841), from the latest metadata image; every
         # replica until metadata arrives (single-node mode never gets any).
         self._isr_eligible: Callable[[int], bool] = lambda _broker_id: True
+        self._broker_epoch: Callable[[int], int] = lambda _broker_id: -1  # KIP-903
         # Per-topic configs from the metadata (or the single-node TopicStore): what the logs
         # honour besides min.insync.replicas (segment.bytes, max.message.bytes, retention.*).
         self.topic_configs: dict[str, dict[str, str]] = {}
@@ -165,6 +166,7 @@ class ReplicaManager:
                 max(min_isr, 1),
             )
             p.is_replica_isr_eligible = lambda replica_id: self._isr_eligible(replica_id)
+            p.replica_broker_epoch = lambda replica_id: self._broker_epoch(replica_id)
             self.partitions[tp] = p
         p.min_insync_replicas = max(min_isr, 1)
         self._apply_log_configs(p)
@@ -273,6 +275,8 @@ class ReplicaManager:
         changes = delta.local_changes(self.node_id)
         image = delta.new
         self._isr_eligible = image.is_live
+        brokers = image.brokers
+        self._broker_epoch = lambda b: brokers[b].epoch if b in brokers else -1
         for (topic, p), reg in list(changes.leaders.items()) + list(changes.followers.items()):
             t = image.topics[topic]
             self.topic_ids[topic] = t.topic_id

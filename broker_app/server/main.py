@@ -106,6 +106,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--strict-min-isr", action=argparse.BooleanOptionalAction, default=None)
     cluster.add_argument("--eligible-leader-replicas", action=argparse.BooleanOptionalAction,
                          default=None, help="KIP-966 ELR (needs --strict-min-isr)")
+    cluster.add_argument("--isr-broker-epochs", action=argparse.BooleanOptionalAction,
+                         default=None, help="KIP-903: ISR proposals carry members' broker "
+                                            "epochs (AlterPartition v3, Kafka >= 3.5)")
     cluster.add_argument("--replica-lag-time-max-ms", type=int, default=30_000)
     cluster.add_argument("--heartbeat-interval-ms", type=int, default=500)
     cluster.add_argument("--replica-fetch-wait-max-ms", type=int, default=500)
@@ -136,6 +139,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         "truncation": args.truncation, "isr-update": args.isr_update,
         "strict-min-isr": bool_text(args.strict_min_isr),
         "eligible-leader-replicas": bool_text(args.eligible_leader_replicas),
+        "isr-broker-epochs": bool_text(args.isr_broker_epochs),
     })  # fmt: skip
     return BrokerConfig(
         flush=flush,
@@ -152,6 +156,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
             consumer_visibility=args.consumer_visibility,
             strict_min_isr=as_bool(sw["strict-min-isr"]),
             eligible_leader_replicas=as_bool(sw["eligible-leader-replicas"]),
+            isr_broker_epochs=as_bool(sw["isr-broker-epochs"]),
         ),
         replica_lag_time_max_ms=args.replica_lag_time_max_ms,
         heartbeat_interval_ms=args.heartbeat_interval_ms,

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from harness.plan.model import ClusterSpec
 
+# Switches outside the version table that only controllers take (the Raft vote rule is a
+# hypothetical bug switch, not a Kafka release's behaviour). Every other switch goes to the
+# brokers.
+CONTROLLER_ONLY_SWITCHES: frozenset[str] = frozenset({"raft-vote-log-check"})
+
 
 def switch_flags(switches: dict[str, str]) -> list[str]:
     """cluster.switches as flags: key -> --key value; true/false -> --key / --no-key."""
@@ -24,11 +29,12 @@ def switch_flags(switches: dict[str, str]) -> list[str]:
 
 def process_flags(cluster: ClusterSpec) -> tuple[list[str], list[str]]:
     """(broker flags, controller flags) of a ClusterSpec: `--kafka-version V` to both, each
-    version switch to the processes that take it (broker_app/kafka_versions.py), every other
-    switch to the brokers."""
+    version switch to the processes that take it (broker_app/kafka_versions.py), the
+    CONTROLLER_ONLY_SWITCHES to the controllers, every other switch to the brokers."""
     from broker_app.kafka_versions import SWITCHES
 
     takes = {s.name: s.processes for s in SWITCHES}
+    takes.update({name: ("controller",) for name in CONTROLLER_ONLY_SWITCHES})
     broker = {k: v for k, v in cluster.switches.items() if "broker" in takes.get(k, ("broker",))}
     controller = {k: v for k, v in cluster.switches.items() if "controller" in takes.get(k, ())}
     version = ["--kafka-version", cluster.kafka_version] if cluster.kafka_version else []

@@ -120,3 +120,30 @@ def test_harness_sends_each_switch_to_the_processes_that_take_it():
     assert controller == ["--kafka-version", "3.9", "--no-eligible-leader-replicas",
                           "--unclean-leader-election"]
     assert process_flags(ClusterSpec()) == ([], [])
+
+
+def test_kip903_and_the_raft_vote_switch_reach_their_processes():
+    """isr-broker-epochs (KIP-903, 3.5) goes to brokers and controllers and is off before
+    3.5; raft-vote-log-check (a hypothetical bug switch, no release) only to controllers."""
+    import argparse
+
+    from broker_app.controller.main import add_arguments, config_from_args
+    from harness.plan.flags import process_flags
+    from harness.plan.model import ClusterSpec
+
+    def controller(*flags: str):
+        parser = argparse.ArgumentParser()
+        add_arguments(parser)
+        return config_from_args(parser.parse_args(["--port", "0", "--data-dir", "/x", *flags]))
+
+    spec = ClusterSpec(switches={"raft-vote-log-check": "none", "isr-broker-epochs": "false"})
+    broker, ctl = process_flags(spec)
+    assert broker == ["--no-isr-broker-epochs"]
+    assert ctl == ["--no-isr-broker-epochs", "--raft-vote-log-check", "none"]
+    assert not controller(*ctl).raft_vote_log_check and not controller(*ctl).isr_broker_epochs
+    assert not _broker_config(*broker).behaviour.isr_broker_epochs
+    assert controller().raft_vote_log_check and controller().isr_broker_epochs
+    assert not controller("--kafka-version", "3.3").isr_broker_epochs
+    assert controller("--kafka-version", "3.5").isr_broker_epochs
+    assert not _broker_config("--kafka-version", "3.3").behaviour.isr_broker_epochs
+    assert _broker_config("--kafka-version", "3.5").behaviour.isr_broker_epochs
