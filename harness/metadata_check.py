@@ -20,6 +20,18 @@ Definition (`metadata_divergence(answers)`):
 The shape is that of an anomaly in results.json (HISTORY.md: a metadata check reports under
 its own name): {"count", "by_partition", "examples"}, plus "reference" and "unknown".
 
+`committed_log_divergence(applied, final)` is the same result for a controller quorum's
+committed metadata records (Raft's state machine safety). `applied`: each voter's records as
+its state machine applied them over the whole run, every incarnation, (offset, value);
+`final`: each voter's committed log at the end (`committed_records`: offset -> value, None for
+a control record). The reference is the voter with the longest final committed log (ties:
+lowest name). A voter counts once if it ever applied a record that the reference's final log
+holds differently at that offset (a committed record later lost or replaced: the legacy Raft
+vote switch), or its final log differs from the reference's at an offset both hold.
+`by_partition` counts the differing offsets under `__cluster_metadata-0`; examples are
+`[node, offset]`. A voter with neither is `unknown`. Comparing the final logs alone would miss
+the loss: after the truncation every voter agrees again, on a log without the record.
+
 `wait_for_agreement(endpoints, timeout_s)` polls the nodes (harness.state_poller.fetch_state)
 until every endpoint answers and nothing differs, or the timeout passes, and returns the last
 result: images converge after the faults heal (a broker applies what the controller committed
@@ -30,7 +42,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 MAX_EXAMPLES = 10
@@ -82,6 +94,49 @@ def metadata_divergence(answers: Mapping[str, Mapping[str, Any] | None]) -> dict
                 for n in differing[:MAX_EXAMPLES]]
     return {"count": len(differing), "by_partition": by_partition, "examples": examples,
             "reference": {"node": ref_node, "digest": ref_digest}, "unknown": unknown}
+
+
+METADATA_PARTITION = "__cluster_metadata-0"
+
+
+def committed_records(log: Any, high_watermark: int | None) -> dict[int, bytes | None]:
+    """A Raft log's committed part (below the high watermark) as offset -> value, None for a
+    control record (broker_app.raft's ReplicatedLog)."""
+    out: dict[int, bytes | None] = {}
+    if high_watermark is None:
+        return out
+    for batch in log.read(log.start_offset, 1 << 30):
+        for i, value in enumerate(batch.records):
+            if batch.base_offset + i < high_watermark:
+                out[batch.base_offset + i] = None if batch.control else value
+    return out
+
+
+def committed_log_divergence(applied: Mapping[str, Sequence[tuple[int, bytes]]],
+                             final: Mapping[str, Mapping[int, bytes | None]]
+                             ) -> dict[str, Any]:  # fmt: skip
+    """The metadata-divergence result for voters' committed records (see above)."""
+    nodes = sorted(set(applied) | set(final))
+    unknown = [n for n in nodes if not applied.get(n) and not final.get(n)]
+    result: dict[str, Any] = {"count": 0, "by_partition": {}, "examples": [],
+                              "reference": {"node": None, "digest": None}, "unknown": unknown}
+    if not any(final.values()):
+        return result
+    ref = min((n for n in final if final[n]), key=lambda n: (-len(final[n]), n))
+    reference = final[ref]
+    differing: dict[str, int] = {}
+    offsets: set[int] = set()
+    for n in nodes:
+        pairs = [*applied.get(n, ()), *((o, v) for o, v in (final.get(n) or {}).items())]
+        for off, value in pairs:
+            if off in reference and reference[off] != value:
+                offsets.add(off)
+                differing.setdefault(n, off)
+    result.update(count=len(differing),
+                  by_partition={METADATA_PARTITION: len(offsets)} if offsets else {},
+                  examples=[[n, off] for n, off in sorted(differing.items())[:MAX_EXAMPLES]],
+                  reference={"node": ref, "digest": None})
+    return result
 
 
 def wait_for_agreement(endpoints: Callable[[], Mapping[str, str]], timeout_s: float,

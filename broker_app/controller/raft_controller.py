@@ -106,6 +106,10 @@ class RaftQuorumController:
         self._last_snapshot_ms: int | None = None
         self.snapshots_created = 0
         self.snapshots_loaded = 0
+        # Told every committed batch of metadata records as they are applied, (offset, value)
+        # in order (Kafka's RaftClient.Listener.handleCommit): what an end-of-run check
+        # compares across voters (harness/metadata_check.committed_log_divergence).
+        self.commit_listener: Callable[[tuple[tuple[int, bytes], ...]], None] | None = None
 
     # -- queries ----------------------------------------------------------------------------
     @property
@@ -197,6 +201,8 @@ class RaftQuorumController:
                     (off, decode_record(value, f"committed offset {off}"))
                     for off, value in update.records)
                 self._bytes_since_snapshot += sum(len(v) for _o, v in update.records)
+                if self.commit_listener is not None:
+                    self.commit_listener(update.records)
             if update.next_offset == self._next_offset:
                 return
             self._next_offset = update.next_offset

@@ -25,10 +25,11 @@ class ControllerNet(SimNetwork):
     """SimNetwork whose nodes also run a RaftQuorumController, synced after every event."""
 
     def __init__(self, seed: int = 0, drop_rate: float = 0.0,
-                 **controller_config: Any) -> None:
+                 raft: dict[str, Any] | None = None, **controller_config: Any) -> None:
+        """raft: RaftConfig fields of every voter (pre_vote, raft_vote_log_check, ...)."""
         self.controllers: dict[int, RaftQuorumController] = {}
         self.controller_config = controller_config
-        super().__init__(voters=3, seed=seed, drop_rate=drop_rate)
+        super().__init__(voters=3, seed=seed, drop_rate=drop_rate, **(raft or {}))
         for i, node in self.nodes.items():
             self.controllers[i] = self._controller(node)
 
