@@ -45,6 +45,7 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
         super().__init__(source)
         self.partitions: dict[str, int] = {}  # name -> replication factor
         self.brokers: tuple[int, ...] = ()
+        self.controllers: tuple[int, ...] = (1,)
         self.notes: list[str] = []
 
 
@@ -92,6 +93,7 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
         controllers = (self.int_(m["controllers"][1], f"{path}.controllers", 1, 9)
                        if "controllers" in m else 1)
         self.brokers = tuple(range(1, brokers + 1))
+        self.controllers = tuple(range(1, controllers + 1))
         topics: list[TopicSpec] = []
         tpath = f"{path}.topics"
         items = self.seq(m["topics"][1], tpath)

@@ -71,6 +71,11 @@ class ClusterSpec:
     def broker_ids(self) -> tuple[int, ...]:
         return tuple(range(1, self.brokers + 1))
 
+    def controller_ids(self) -> tuple[int, ...]:
+        """The KRaft controllers' node ids: 1..controllers (their own id space: controller 1
+        and broker 1 are different nodes, as Kafka's separate controller processes are)."""
+        return tuple(range(1, self.controllers + 1))
+
 
 @dataclass(frozen=True)
 class ProducerSpec:
