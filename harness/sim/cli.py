@@ -71,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
     except (PlanError, SimUnsupported, ValueError) as e:
         print(f"highwater sim: {e}", file=sys.stderr)
         return 2
+    from harness.sim.run import tune_gc
+
+    tune_gc()
     if explore:
         return _explore(args, plan, Path(words[0]))
     return _run_one(args, plan)

@@ -15,6 +15,7 @@ the same history byte for byte.
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -157,6 +158,18 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     results = judge(plan, reference_check(path))
     write_results(out_dir, results)
     return SimResult(seed, results, nemesis.fired, loop.now_ms, loop.events_run, path)
+
+
+def tune_gc() -> None:
+    """For a process that runs many schedules (sim CLI, explore workers, bench sim): what
+    is alive now (modules, plans) moves out of the collector's view (gc.freeze), and the
+    young generation is collected every 10,000 allocations instead of 700. A schedule
+    makes few reference cycles (requests and callbacks are freed by reference counting), so
+    the collector only costs time: 0.96 vs 1.05 CPU s per 30-s schedule. Forked workers
+    inherit it."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 def final_state(cluster: SimCluster) -> Any:
