@@ -163,6 +163,8 @@ def _target(t: Any) -> Any:
         return {"follower": t.partition, "index": t.index}
     if t.kind in ("broker", "brokers"):
         return {t.kind: list(t.brokers) if t.kind == "brokers" else t.brokers[0]}
+    if t.kind == "step":
+        return {"step": t.step}
     return t.kind
 
 
