@@ -14,11 +14,12 @@ Compound kinds (`COMPOUND_KINDS`, drawn like any kind) are short scripts of ordi
 (`when` conditions, `after`, `target: {step: ...}`), so `highwater run` plays them in
 containers as it plays scripted faults; each aims at the one fault sequence a legacy
 behaviour needs, with its timing drawn from the seed:
-- `double-failover`: kill the leader; as soon as another replica leads (`online and
-  leader.alive`), kill that one too - before its followers reconciled their logs with it
-  (KIP-279's fast double failover, which KIP-101's truncation got wrong); once the ISR is
-  full again, kill the leader once more, so a replica that reconciled under the old rule
-  serves reads;
+- `double-failover`: delay the leader's bytes to one follower (it lags, still in the ISR),
+  kill the leader; as soon as another replica leads (`online and
+  leader.alive`), cut it from its followers and kill it a moment later - it took writes
+  that no follower fetched and no follower reconciled its log with it (KIP-279's fast double
+  failover, which KIP-101's truncation got wrong); once the ISR is full again, kill the
+  leader once more, so a replica that reconciled under the old rule serves reads;
 - `lone-power-loss`: cut the leader from its followers, write its page cache out (the
   kernel's writeback: what was acknowledged is durable), and once the ISR is the leader
   alone, power it off (unsynced records lost) - the last ISR member's crash that the HW must
@@ -201,11 +202,25 @@ def _compound(kind: str, name: str, rng: random.Random, cluster: ClusterSpec,
 
     leader = Target("leader", partition=p)
     if kind == "double-failover":
-        second = round(length * rng.uniform(0.2, 1.0), 3)
+        # The new leader is cut from its followers as soon as it leads, and killed `fast`
+        # seconds later: it took writes no follower fetched, and no follower reconciled its
+        # log with it (in Kafka that window is a fetch round trip; here it is drawn).
+        # First one follower lags (its fetch answers delayed, still in the ISR): the logs of
+        # the two followers end at different offsets when the leader dies.
+        fast = round(rng.uniform(0.1, 1.0), 3)
+        cut = f"{name}-cut-next-leader"
+        lag = round(rng.uniform(0.5, 1.5), 3)
         steps = [
-            step("kill-leader", "kill", at=at, target=leader, duration=length),
-            step("kill-next-leader", "kill", when=when(f"online({p}) and leader({p}).alive"),
-                 target=leader, duration=second),
+            step("slow-follower", "latency", at=at, src=leader,
+                 dst=Target("follower", partition=p, index=rng.randrange(rf[p] - 1)),
+                 params={"ms": rng.randrange(100, 600, 50), "jitter_ms": 0},
+                 duration=round(lag + 0.5, 3)),
+            step("kill-leader", "kill", after=lag, target=leader, duration=length),
+            step("cut-next-leader", "partition", when=when(f"online({p}) and leader({p}).alive"),
+                 target=leader, peers=Target("followers", partition=p),
+                 duration=round(fast + 0.2, 3)),
+            step("kill-next-leader", "kill", after=fast, target=Target("step", step=cut),
+                 duration=round(length * rng.uniform(0.5, 1.5), 3)),
             step("kill-reconciled-leader", "kill", when=when(f"isr({p}).size == {rf[p]}"),
                  target=leader, duration=round(length * rng.uniform(0.5, 1.5), 3)),
         ]

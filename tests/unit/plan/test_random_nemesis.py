@@ -159,8 +159,10 @@ def test_compound_kinds_are_scripts_of_ordinary_steps(write_plan: Callable[[str]
             if s.when is not None:
                 assert s.on_timeout == "skip" and s.timeout
         if name.endswith("double-failover"):
-            assert [s.action for s in group] == ["kill", "kill", "kill"]
-            assert "leader(" in group[1].when.text and "isr(" in group[2].when.text
+            assert [s.action for s in group] == ["latency", "kill", "partition", "kill", "kill"]
+            assert group[0].src.kind == "leader" and group[0].dst.kind == "follower"
+            assert "leader(" in group[2].when.text and "isr(" in group[4].when.text
+            assert group[3].target.step == group[2].name and group[3].after is not None
         elif name.endswith("lone-power-loss"):
             assert [s.action for s in group] == ["partition", "disk-sync", "kill"]
             assert group[0].peers.kind == "followers"
