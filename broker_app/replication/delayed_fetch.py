@@ -46,6 +46,10 @@ class FetchPartitionStatus:
     last_fetched_epoch: int = UNDEFINED_EPOCH
 
 
+def _done() -> None:
+    """The callback of an operation that has completed (never called twice)."""
+
+
 class DelayedFetch(DelayedOperation):
     def __init__(
         self,
@@ -84,4 +88,8 @@ class DelayedFetch(DelayedOperation):
         return False
 
     def on_complete(self) -> None:
-        self._callback()
+        # Runs once (force_complete); dropping the callback then breaks the cycle op ->
+        # callback -> the caller's handle on op, so a finished fetch is freed at once
+        # instead of waiting for the cyclic garbage collector.
+        callback, self._callback = self._callback, _done
+        callback()

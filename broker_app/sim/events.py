@@ -17,24 +17,33 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 
 class Timer:
-    __slots__ = ("cancelled",)
+    """A scheduled callback; `cancel()` drops it (and whatever its closure holds) at once."""
 
-    def __init__(self) -> None:
-        self.cancelled = False
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.fn: Callable[[], None] | None = fn
+
+    @property
+    def cancelled(self) -> bool:
+        return self.fn is None
 
     def cancel(self) -> None:
-        self.cancelled = True
+        # The heap keeps the entry until its time (a request's timeout: up to 30 s); without
+        # its callback it no longer keeps the request, response and closures alive.
+        self.fn = None
 
 
 class EventLoop:
     def __init__(self, seed: int) -> None:
         self.now_ms = 0
         self.rng = random.Random(seed)
-        self._heap: list[tuple[int, int, Timer, Callable[[], None]]] = []
+        self._heap: list[tuple[int, int, Timer]] = []
         self._seq = 0
         self.events_run = 0
 
@@ -43,9 +52,9 @@ class EventLoop:
         return self.now_ms
 
     def call_at(self, when_ms: int, fn: Callable[[], None]) -> Timer:
-        timer = Timer()
+        timer = Timer(fn)
         self._seq += 1
-        heapq.heappush(self._heap, (max(when_ms, self.now_ms), self._seq, timer, fn))
+        heapq.heappush(self._heap, (max(when_ms, self.now_ms), self._seq, timer))
         return timer
 
     def call_later(self, delay_ms: int, fn: Callable[[], None]) -> Timer:
@@ -55,10 +64,13 @@ class EventLoop:
         """Run events up to virtual time `until_ms` (inclusive); with `stop`, return True as
         soon as stop() holds after an event (checked between events)."""
         heap = self._heap
+        pop = heapq.heappop
         while heap and heap[0][0] <= until_ms:
-            when, _seq, timer, fn = heapq.heappop(heap)
-            if timer.cancelled:
+            when, _seq, timer = pop(heap)
+            fn = timer.fn
+            if fn is None:
                 continue
+            timer.fn = None  # ran: a late cancel() is a no-op
             self.now_ms = when
             self.events_run += 1
             fn()
@@ -77,7 +89,7 @@ class Process:
         self.up = False
         self.paused = False
         self.generation = 0
-        self._deferred: list[Callable[[], None]] = []
+        self._deferred: list[tuple[int, Callable[..., None], tuple[Any, ...]]] = []
 
     def start(self) -> None:
         self.generation += 1
@@ -100,18 +112,30 @@ class Process:
             return
         self.paused = False
         deferred, self._deferred = self._deferred, []
-        for fn in deferred:
-            self.loop.call_later(0, fn)
+        for gen, fn, args in deferred:
+            self.loop.call_later(0, partial(self._run_guarded, gen, fn, args))
+
+    def _run_guarded(self, gen: int, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
+        if self.generation != gen or not self.up:
+            return
+        if self.paused:
+            self._deferred.append((gen, fn, args))
+            return
+        fn(*args)
 
     def guard(self, fn: Callable[..., None]) -> Callable[..., None]:
         """`fn` bound to this incarnation: dropped if the process died, queued while paused."""
         gen = self.generation
 
+        # No reference from `run` to itself (a paused call is queued as (gen, fn, args)):
+        # a self-referencing closure is a reference cycle, and every object it reached
+        # (requests, responses, callbacks) then waited for the cyclic GC instead of being
+        # freed at once - the GC was most of a schedule's time.
         def run(*args: Any) -> None:
             if self.generation != gen or not self.up:
                 return
             if self.paused:
-                self._deferred.append(lambda: run(*args))
+                self._deferred.append((gen, fn, args))
                 return
             fn(*args)
 

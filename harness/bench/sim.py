@@ -27,8 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (one per core)")
 
 
-def _one(job: tuple[str, dict[str, str], int, float]) -> tuple[float, int, int, float, str] | None:
-    """(wall s, events, client ops, simulated s, verdict) of one seed; None if it aborted."""
+def _one(job: tuple[str, dict[str, str], int, float]
+         ) -> tuple[float, int, int, float, str, float] | None:
+    """(wall s, events, client ops, simulated s, verdict, CPU s) of one seed; None if it
+    aborted."""
     from harness.plan.loader import load_plan
     from harness.plan.timing import steps_for
     from harness.sim.run import SimAborted, simulate
@@ -36,25 +38,27 @@ def _one(job: tuple[str, dict[str, str], int, float]) -> tuple[float, int, int, 
     path, overrides, seed, duration = job
     plan = load_plan(path, overrides)
     with tempfile.TemporaryDirectory(prefix="hw-bench-sim-") as tmp:
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         try:
             r = simulate(plan, steps_for(plan, seed, duration), seed, Path(tmp))
         except SimAborted:
             return None
         s = r.results["stats"]
         return (time.perf_counter() - t, r.events, s["sends"] + s["polls"], r.virtual_ms / 1000,
-                r.verdict)  # fmt: skip
+                r.verdict, time.process_time() - cpu)  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     from multiprocessing import get_context
 
     from harness.plan.loader import load_plan, parse_overrides
+    from harness.sim.run import tune_gc
 
     overrides = {"workload.producers.duration_s": str(args.duration),
                  **parse_overrides(args.set)}  # fmt: skip
     plan = load_plan(args.plan, overrides)
     jobs = [(args.plan, overrides, args.seed + i, args.duration) for i in range(args.schedules)]
+    tune_gc()  # as `highwater sim` and its explore workers do
     t0 = time.perf_counter()
     if args.jobs > 1:
         with get_context("fork").Pool(args.jobs) as pool:
@@ -74,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
     if done:
         print(f"  {60 * args.schedules / total:.1f} schedules/min "
               f"(mean {statistics.mean(walls):.2f} s, max {max(walls):.2f} s per schedule)")
+        cpu = [o[5] for o in done]
+        print(f"  {60 / statistics.mean(cpu):.1f} schedules per CPU-minute of one process "
+              f"(mean {statistics.mean(cpu):.2f} CPU s per schedule; the wall figures above "
+              f"depend on what else the machine runs)")  # fmt: skip
         print(f"  {sum(virtual) / sum(walls):.1f} simulated s per wall s per process "
               f"({statistics.mean(virtual):.1f} simulated s per schedule incl. start, settle, "
               f"drain)")  # fmt: skip

@@ -263,7 +263,9 @@ class StepsMixin:
         if "seed" in m:
             kw["seed"] = self.int_(m["seed"][1], f"{path}.seed", 0, 2**63 - 1)
         kinds_node = m["kinds"][1]
-        kinds = tuple(self.enum(n, join(f"{path}.kinds", i), RANDOM_KINDS)
+        from harness.plan.random_nemesis import COMPOUND_KINDS
+
+        kinds = tuple(self.enum(n, join(f"{path}.kinds", i), RANDOM_KINDS + COMPOUND_KINDS)
                       for i, n in enumerate(self.seq(kinds_node, f"{path}.kinds")))
         targets_node = m["targets"][1]
         targets = tuple(self.enum(n, join(f"{path}.targets", i), RANDOM_TARGETS)
@@ -284,7 +286,8 @@ class StepsMixin:
             kw["partitions"] = self.partition_list(m["partitions"][1], f"{path}.partitions")
         if "params" in m:
             ppath = f"{path}.params"
-            pm = self.mapping(m["params"][1], ppath, kinds)
+            pm = self.mapping(m["params"][1], ppath,
+                              tuple(k for k in kinds if k not in COMPOUND_KINDS))
             kw["params"] = {}
             for kind, (_, pnode) in pm.items():
                 spec = ACTIONS[kind]

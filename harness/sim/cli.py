@@ -71,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
     except (PlanError, SimUnsupported, ValueError) as e:
         print(f"highwater sim: {e}", file=sys.stderr)
         return 2
+    from harness.sim.run import tune_gc
+
+    tune_gc()
     if explore:
         return _explore(args, plan, Path(words[0]))
     return _run_one(args, plan)
@@ -94,7 +97,8 @@ def _run_one(args: argparse.Namespace, plan) -> int:
     wall = time.monotonic() - t0
     meta = {"plan_source": plan.source, "overrides": plan.overrides, "seed": seed,
             "mode": args.mode, "simulated": True, "virtual_ms": r.virtual_ms,
-            "events": r.events, "wall_s": round(wall, 3)}  # fmt: skip
+            "events": r.events, "wall_s": round(wall, 3),
+            "diverged_offsets": {p: len(o) for p, o in r.diverged.items()}}  # fmt: skip
     (run_dir.path / "run.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     res = r.results
     found = {k: v["count"] for k, v in res["anomalies"].items() if v["count"]}
@@ -103,8 +107,11 @@ def _run_one(args: argparse.Namespace, plan) -> int:
         print("  " + line)
     print(f"{res['verdict']}: valid={res['valid']} anomalies={found or 'none'} "
           f"stats={res['stats']} expected={res['expected']}")  # fmt: skip
+    if r.diverged:
+        print("replicas diverged: " + ", ".join(
+            f"{p}: {len(offs)} offset(s) from {min(offs)}" for p, offs in r.diverged.items()))
     print(f"seed {seed}: {r.virtual_ms / 1000:.1f} simulated s in {wall:.2f} s; {run_dir.path}")
-    return 0 if res["verdict"] == AS_EXPECTED else 1
+    return 0 if res["verdict"] == AS_EXPECTED and not r.diverged else 1
 
 
 def _explore(args: argparse.Namespace, plan, source: Path) -> int:
@@ -126,6 +133,8 @@ def _explore(args: argparse.Namespace, plan, source: Path) -> int:
         return 0
     res = found.result.results
     counts = {k: v["count"] for k, v in res["anomalies"].items() if v["count"]}
+    if found.result.diverged:
+        counts["diverged-offsets"] = sum(len(o) for o in found.result.diverged.values())
     print(f"seed {found.seed} violates expected {res['expected']} after {found.schedules} "
           f"schedule(s): {counts}")  # fmt: skip
     print("schedule:")

@@ -1,7 +1,9 @@
 """`highwater sim explore`: seeds until one schedule violates the plan's `expected`, then shrink.
 
 Search: seed s = start, start+1, ... draws the random nemesis schedule (or runs the scripted
-steps) and simulates it with seed s; the first `unexpected` verdict stops the search.
+steps) and simulates it with seed s; the first `unexpected` verdict, or the first schedule
+that leaves two in-sync replicas holding different values at one offset (SimResult.diverged),
+stops the search.
 Shrinking (delta debugging on the fault list, the same seed for the network and clients):
 1. drop faults one at a time, keeping each drop that still fails;
 2. halve each remaining fault's duration while it still fails (down to 0.5 s);
@@ -53,11 +55,13 @@ class Found:
 
 
 def _fails(plan: Plan, steps: Sequence[Step], seed: int, work: Path) -> SimResult | None:
+    """The result if the schedule violates the plan's `expected` or leaves replicas that
+    disagree at an offset (divergence no client read is a violation too), else None."""
     try:
         r = simulate(plan, steps, seed, work)
     except SimAborted:
         return None
-    return r if r.verdict == UNEXPECTED else None
+    return r if r.verdict == UNEXPECTED or r.diverged else None
 
 
 def _verdict_of(job: tuple[Plan, int, int]) -> tuple[int, bool]:
@@ -163,6 +167,8 @@ def _target(t: Any) -> Any:
         return {"follower": t.partition, "index": t.index}
     if t.kind in ("broker", "brokers"):
         return {t.kind: list(t.brokers) if t.kind == "brokers" else t.brokers[0]}
+    if t.kind == "step":
+        return {"step": t.step}
     return t.kind
 
 

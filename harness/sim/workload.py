@@ -169,76 +169,91 @@ class SimProducer:
         self._send(tp, self.ctx.new_value())
 
     def _send(self, tp: TopicPartition, value: int) -> None:
-        ctx = self.ctx
-        invoke = ctx.history.invoke(self.process, "send", topic=tp[0], partition=tp[1],
-                                    value=value, acks=self.job.acks)  # fmt: skip
-        deadline = ctx.loop.now_ms + self.job.timeout_ms
+        _Send(self, tp, value).attempt()
+
+
+class _Send:
+    """One send of a SimProducer: attempts until answered, failed or past the delivery
+    timeout. An object, not closures calling each other: mutually referencing closures are a
+    reference cycle that only the cyclic GC frees (it held every request body)."""
+
+    def __init__(self, producer: SimProducer, tp: TopicPartition, value: int) -> None:
+        ctx = producer.ctx
+        self.ctx = ctx
+        self.producer = producer
+        self.tp = tp
+        self.invoke = ctx.history.invoke(producer.process, "send", topic=tp[0],
+                                         partition=tp[1], value=value,
+                                         acks=producer.job.acks)  # fmt: skip
+        self.deadline = ctx.loop.now_ms + producer.job.timeout_ms
         seq = -1
-        if self.producer_id >= 0:
-            seq = self.sequences.get(tp, 0)
-            self.sequences[tp] = seq + 1
+        if producer.producer_id >= 0:
+            seq = producer.sequences.get(tp, 0)
+            producer.sequences[tp] = seq + 1
         batch = build_batch([(None, str(value).encode())], timestamp=ctx.loop.now_ms,
-                            producer_id=self.producer_id,
-                            producer_epoch=0 if self.producer_id >= 0 else -1,
+                            producer_id=producer.producer_id,
+                            producer_epoch=0 if producer.producer_id >= 0 else -1,
                             base_sequence=seq)  # fmt: skip
-        body = build(request_class(0, 9), {
-            "transactional_id": None, "acks": self.acks, "timeout": self.job.timeout_ms,
+        self.body = build(request_class(0, 9), {
+            "transactional_id": None, "acks": producer.acks, "timeout": producer.job.timeout_ms,
             "topic_data": [{"name": tp[0], "partition_data": [{"index": tp[1],
                                                                 "records": batch}]}],
         })  # fmt: skip
 
-        def complete(typ: str, **fields: Any) -> None:
-            ctx.history.complete(invoke, typ, **fields)
-            if typ == "info":
-                self._new_client()
-                self.metadata.refresh()
-            ctx.later(0, self._next)
+    def complete(self, typ: str, **fields: Any) -> None:
+        p = self.producer
+        self.ctx.history.complete(self.invoke, typ, **fields)
+        if typ == "info":
+            p._new_client()
+            p.metadata.refresh()
+        self.ctx.later(0, p._next)
 
-        def attempt() -> None:
-            now = ctx.loop.now_ms
-            if now >= deadline:
-                complete("info", error="_MSG_TIMED_OUT")
-                return
-            leader = self.metadata.leaders.get(tp)
-            if leader is None:
-                self.metadata.refresh()
-                ctx.later(RETRY_BACKOFF_MS, attempt)
-                return
-            if self.acks == 0:
-                ctx.net.rpc(CLIENT, f"broker-{leader}", body, None, None, 0)
-                complete("ok")
-                return
-            ctx.net.rpc(CLIENT, f"broker-{leader}", body, on_reply, on_error,
-                        max(1, deadline - now))  # fmt: skip
+    def attempt(self) -> None:
+        ctx, p = self.ctx, self.producer
+        now = ctx.loop.now_ms
+        if now >= self.deadline:
+            self.complete("info", error="_MSG_TIMED_OUT")
+            return
+        leader = p.metadata.leaders.get(self.tp)
+        if leader is None:
+            p.metadata.refresh()
+            ctx.later(RETRY_BACKOFF_MS, self.attempt)
+            return
+        if p.acks == 0:
+            ctx.net.rpc(CLIENT, f"broker-{leader}", self.body, None, None, 0)
+            self.complete("ok")
+            return
+        ctx.net.rpc(CLIENT, f"broker-{leader}", self.body, self.on_reply, self.on_error,
+                    max(1, self.deadline - now))  # fmt: skip
 
-        def on_reply(resp: Any) -> None:
-            if isinstance(resp, ConnectionClosed):
-                on_error(resp.reason)
-                return
-            p = resp.responses[0].partition_responses[0]
-            code = int(p.error_code.value)
-            if code == Errors.NONE:
-                complete("ok", offset=int(p.base_offset))
-                return
-            err = Errors(code) if code in Errors._value2member_map_ else None
-            if err in _REFRESH:
-                self.metadata.refresh()
-            if self.producer_id >= 0 and err in _RETRIABLE and ctx.loop.now_ms < deadline:
-                ctx.later(RETRY_BACKOFF_MS, attempt)
-                return
-            complete(classify(error_name(code), single_attempt=self.producer_id < 0),
-                     error=error_name(code))  # fmt: skip
+    def on_reply(self, resp: Any) -> None:
+        if isinstance(resp, ConnectionClosed):
+            self.on_error(resp.reason)
+            return
+        ctx, p = self.ctx, self.producer
+        part = resp.responses[0].partition_responses[0]
+        code = int(part.error_code.value)
+        if code == Errors.NONE:
+            self.complete("ok", offset=int(part.base_offset))
+            return
+        err = Errors(code) if code in Errors._value2member_map_ else None
+        if err in _REFRESH:
+            p.metadata.refresh()
+        if p.producer_id >= 0 and err in _RETRIABLE and ctx.loop.now_ms < self.deadline:
+            ctx.later(RETRY_BACKOFF_MS, self.attempt)
+            return
+        self.complete(classify(error_name(code), single_attempt=p.producer_id < 0),
+                      error=error_name(code))  # fmt: skip
 
-        def on_error(reason: str) -> None:
-            self.metadata.refresh()
-            refused = "refused" in reason
-            if (refused or self.producer_id >= 0) and ctx.loop.now_ms < deadline:
-                # Refused: nothing reached a broker; idempotent: the retry is deduplicated.
-                ctx.later(RETRY_BACKOFF_MS, attempt)
-                return
-            complete("info", error="_MSG_TIMED_OUT" if "timeout" in reason else "_TRANSPORT")
-
-        attempt()
+    def on_error(self, reason: str) -> None:
+        ctx, p = self.ctx, self.producer
+        p.metadata.refresh()
+        refused = "refused" in reason
+        if (refused or p.producer_id >= 0) and ctx.loop.now_ms < self.deadline:
+            # Refused: nothing reached a broker; idempotent: the retry is deduplicated.
+            ctx.later(RETRY_BACKOFF_MS, self.attempt)
+            return
+        self.complete("info", error="_MSG_TIMED_OUT" if "timeout" in reason else "_TRANSPORT")
 
 
 def decode_values(records: bytes, topic: str, partition: int) -> list[dict[str, Any]]:

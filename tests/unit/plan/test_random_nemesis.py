@@ -108,3 +108,93 @@ def test_overlap_out_of_range_is_a_plan_error(write_plan: Callable[[str], Path])
 
     with pytest.raises(PlanError, match="nemesis.overlap"):
         load_plan(write_plan(RANDOM.replace("  seed: 7\n", "  seed: 7\n  overlap: 0\n")))
+
+
+COMPOUND = """\
+name: c
+cluster:
+  brokers: 3
+  topics: [{name: t, partitions: 2, replication_factor: 3}]
+workload:
+  producers: {acks: all, duration_s: 120}
+nemesis:
+  mode: random
+  seed: 3
+  overlap: 2
+  kinds: [kill, double-failover, lone-power-loss, unclean-failover]
+  targets: [leader]
+  interval_s: 3
+  fault_duration_s: 3
+  start_s: 2
+"""
+
+
+def _groups(steps):  # type: ignore[no-untyped-def]
+    """Compound sub-steps by compound (name up to the kind), in schedule order."""
+    from harness.plan.random_nemesis import COMPOUND_KINDS
+
+    out: dict[str, list] = {}
+    for s in steps:
+        for kind in COMPOUND_KINDS:
+            if f"-{kind}-" in s.name:
+                out.setdefault(s.name.split(f"-{kind}-")[0] + f"-{kind}", []).append(s)
+    return out
+
+
+def test_compound_kinds_are_scripts_of_ordinary_steps(write_plan: Callable[[str], Path]) -> None:
+    plan = load_plan(write_plan(COMPOUND))
+    steps = generate(plan)
+    assert generate(plan) == steps
+    groups = _groups(steps)
+    kinds = {name.split("-", 3)[-1] for name in groups}
+    assert kinds == {"double-failover", "lone-power-loss", "unclean-failover"}
+    names = [s.name for s in steps]
+    for name, group in groups.items():
+        # Together, first step timed by `at`, the rest by `when`/`after` right behind it.
+        first = names.index(group[0].name)
+        assert names[first:first + len(group)] == [s.name for s in group]
+        assert group[0].at is not None and all(s.at is None for s in group[1:])
+        for s in group[1:]:
+            assert (s.when is None) != (s.after is None)
+            if s.when is not None:
+                assert s.on_timeout == "skip" and s.timeout
+        if name.endswith("double-failover"):
+            assert [s.action for s in group] == ["latency", "kill", "partition", "kill", "kill"]
+            assert group[0].src.kind == "leader" and group[0].dst.kind == "follower"
+            assert "leader(" in group[2].when.text and "isr(" in group[4].when.text
+            assert group[3].target.step == group[2].name and group[3].after is not None
+        elif name.endswith("lone-power-loss"):
+            assert [s.action for s in group] == ["partition", "disk-sync", "kill"]
+            assert group[0].peers.kind == "followers"
+            # The layer's own step: names with the overlap prefix.
+            assert group[2].target.step == group[0].name
+            assert group[2].params["lose_unsynced"] is True
+            assert group[2].when.text.endswith(".size == 1")
+        else:
+            assert [s.action for s in group[:2]] == ["pause", "kill"]
+            assert group[0].target.kind == "follower" and group[1].target.kind == "leader"
+            killed = {s.target.index for s in group[2:]}
+            assert killed == {0, 1} - {group[0].target.index}
+
+
+def test_compound_kinds_need_three_replicas(write_plan: Callable[[str], Path]) -> None:
+    from harness.plan.errors import PlanError
+
+    text = COMPOUND.replace("replication_factor: 3", "replication_factor: 2")
+    with pytest.raises(PlanError, match="double-failover"):
+        load_plan(write_plan(text))
+
+
+def test_compound_schedule_exports_as_a_fault_plan(write_plan: Callable[[str], Path]) -> None:
+    """A found schedule with compound steps is written back as scripted faults that load."""
+    from harness.sim.explore import to_fault_plan
+
+    path = write_plan(COMPOUND)
+    plan = load_plan(path)
+    steps = generate(plan)[:8]
+    text = to_fault_plan(plan, steps, 3, path.read_text())
+    again = load_plan(write_plan(text))
+    assert [(s.name, s.describe()) for s in again.faults] == [
+        (s.name, s.describe()) for s in steps]
+    assert [s.when.text if s.when else None for s in again.faults] == [
+        s.when.text if s.when else None for s in steps]

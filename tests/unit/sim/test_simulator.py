@@ -56,3 +56,14 @@ def test_l1_fixed_diverging_epoch_keeps_every_acknowledged_write(tmp_path: Path)
     assert r.results["stats"]["acked"] >= 50  # cut-a-from-l waits for HW >= 50
     assert r.results["anomalies"]["lost-write"]["count"] == 0
     assert r.results["anomalies"]["inconsistent-offset"]["count"] == 0
+
+
+def test_batches_agree_only_when_no_offset_can_hold_two_values() -> None:
+    from harness.sim.run import _batches_agree
+
+    leader = [(0, 1, 11), (2, 2, 12), (3, 5, 13)]
+    assert _batches_agree([leader, leader[:2], leader[1:]])  # lagging / truncated replicas
+    assert not _batches_agree([leader, [(0, 1, 11), (2, 2, 99)]])  # same batch, other bytes
+    # Other batch boundaries over the same offsets: decoded, never assumed equal.
+    assert not _batches_agree([leader, [(0, 1, 11), (2, 3, 14)]])
+    assert not _batches_agree([[(0, 3, 1)], [(0, 1, 2), (2, 3, 3)]])
