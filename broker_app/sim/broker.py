@@ -41,7 +41,7 @@ from broker_app.replication.fetcher_session import FetcherSession, PendingReques
 from broker_app.replication.messages import AlterPartitionRequest
 from broker_app.replication.partition import Partition
 from broker_app.replication.replica_manager import ReplicaManager
-from broker_app.server.cluster_link import build_metadata_fetch
+from broker_app.server.cluster_link import answers_not_controller, build_metadata_fetch
 from broker_app.server.group_apis import GroupApis
 from broker_app.server.kafka_apis import (
     NO_RESPONSE,
@@ -81,14 +81,17 @@ class SimBroker:
         loop: EventLoop,
         net: Network,
         config: BrokerConfig,
-        controller: str = "controller-1",
+        controller: str | tuple[str, ...] = "controller-1",
     ) -> None:
+        """controller: the controller's node name, or a quorum's voters (tried round robin:
+        a failure or a NOT_CONTROLLER answer moves to the next, as cluster_link does)."""
         self.loop = loop
         self.net = net
         self.config = config
         self.node_id = config.node_id
         self.name = broker_name(config.node_id)
-        self.controller = controller
+        self.controllers = (controller,) if isinstance(controller, str) else tuple(controller)
+        self._controller_index = 0
         self.process = Process(loop, self.name)
         self.disk = BrokerDisk()
         net.add_node(self.name, self.process, self.handle)
@@ -165,6 +168,17 @@ class SimBroker:
         self.kill()
 
     @property
+    def controller(self) -> str:
+        return self.controllers[self._controller_index]
+
+    def _next_controller(self) -> None:
+        self._controller_index = (self._controller_index + 1) % len(self.controllers)
+
+    def _check_controller(self, resp: Any) -> None:
+        if len(self.controllers) > 1 and answers_not_controller(resp):
+            self._next_controller()
+
+    @property
     def up(self) -> bool:
         return self.process.up
 
@@ -182,10 +196,12 @@ class SimBroker:
 
         def ok(resp: Any) -> None:
             lc.on_response(resp, self.loop.now_ms)
+            self._check_controller(resp)
             self._lifecycle_step()
 
         def failed(reason: str) -> None:
             lc.on_failure(self.loop.now_ms, reason)
+            self._next_controller()
             self._lifecycle_step()
 
         timeout = max(2000, 4 * self.config.heartbeat_interval_ms)
@@ -202,6 +218,7 @@ class SimBroker:
         base = self.config.replica_fetch_backoff_ms
         delay = min(base * 2 ** min(self._metadata_attempt, 5), 2000)
         self._metadata_attempt += 1
+        self._next_controller()
         self.process.call_later(delay, self._metadata_fetch)
 
     def _on_metadata(self, resp: Any) -> None:
@@ -253,12 +270,14 @@ class SimBroker:
         body = build_alter_partition(request, self.lifecycle.broker_epoch, topic_id)
 
         def ok(resp: Any) -> None:
+            self._check_controller(resp)
             top, answer = parse_alter_partition(resp)
             rm.on_alter_partition_response(request, answer, top)
             self._poll_alter()
 
         def failed(reason: str) -> None:
             rm.on_alter_partition_failure(request, reason)
+            self._next_controller()
             self._poll_alter()
 
         self.net.rpc(self.name, self.controller, body, ok, failed, self.config.request_timeout_ms)

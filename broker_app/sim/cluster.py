@@ -12,6 +12,8 @@ The fault primitives the plan actions map onto (harness/sim/nemesis.py), by node
 
 from __future__ import annotations
 
+import dataclasses
+
 from broker_app.config import BrokerConfig
 from broker_app.controller.config import ControllerConfig
 
@@ -19,6 +21,7 @@ from .broker import SimBroker, broker_name
 from .controller import SimController
 from .events import EventLoop, Process
 from .network import Network
+from .quorum import CONTROLLER_ID_BASE, SimQuorumController
 
 CLIENT = "client"
 
@@ -30,13 +33,28 @@ class SimCluster:
         broker_configs: list[BrokerConfig],
         controller_config: ControllerConfig,
         base_delay_ms: tuple[int, int] = (1, 3),
+        controllers: int = 1,
+        tick_interval_ms: int = 100,
     ) -> None:
+        """controllers: 1 runs one SimController (no Raft); more run a Raft quorum of
+        SimQuorumControllers controller-1..N (Raft node ids CONTROLLER_ID_BASE + 1..N)."""
         self.loop = EventLoop(seed)
         self.net = Network(self.loop, base_delay_ms)
-        self.controller = SimController(self.loop, controller_config)
-        self.net.add_node(self.controller.name, self.controller.process, self.controller.handle)
+        self.controllers: dict[str, SimController | SimQuorumController] = {}
+        if controllers == 1:
+            single = SimController(self.loop, controller_config, tick_interval_ms)
+            self.net.add_node(single.name, single.process, single.handle)
+            self.controllers[single.name] = single
+        else:
+            ids = tuple(CONTROLLER_ID_BASE + i for i in range(1, controllers + 1))
+            for i in ids:
+                q = SimQuorumController(self.loop, self.net,
+                                        dataclasses.replace(controller_config, node_id=i), ids,
+                                        tick_interval_ms)  # fmt: skip
+                self.controllers[q.name] = q
+        names = tuple(self.controllers)
         self.brokers: dict[int, SimBroker] = {
-            c.node_id: SimBroker(self.loop, self.net, c, self.controller.name)
+            c.node_id: SimBroker(self.loop, self.net, c, names if len(names) > 1 else names[0])
             for c in broker_configs
         }
         self.client = Process(self.loop, CLIENT)
@@ -44,12 +62,23 @@ class SimCluster:
         self.net.add_node(CLIENT, self.client)
 
     def start(self) -> None:
-        self.controller.start()
+        for c in self.controllers.values():
+            c.start()
         for b in self.brokers.values():
             b.start()
 
+    @property
+    def controller(self) -> SimController | SimQuorumController:
+        """The active controller: the one controller, or the live quorum voter that is
+        active in the highest Raft epoch (the first voter while none is)."""
+        active = [c for c in self.controllers.values()
+                  if isinstance(c, SimQuorumController) and c.controller is not None]
+        if active:
+            return max(active, key=lambda c: c.client.epoch if c.client else -1)
+        return next(iter(self.controllers.values()))
+
     def node_names(self) -> list[str]:
-        return [self.controller.name, *(broker_name(i) for i in sorted(self.brokers))]
+        return [*self.controllers, *(broker_name(i) for i in sorted(self.brokers))]
 
     def broker(self, name: str) -> SimBroker | None:
         if name.startswith("broker-"):
@@ -76,7 +105,7 @@ class SimCluster:
         b = self.broker(name)
         self.net.reset_node(name)
         if b is None:
-            self.controller.kill()
+            self.controllers[name].kill()
             return 0
         b.kill()
         return b.disk.crash() if lose_unsynced else 0
@@ -85,13 +114,15 @@ class SimCluster:
         self.net.reset_node(name)
         b = self.broker(name)
         if b is None:
-            self.controller.kill()  # its log is durable on every batch: a stop is a kill
+            # SimController's log is durable on every batch: a stop is a kill. A quorum
+            # voter's stop is a kill too (Deviation: no graceful resign/EndQuorumEpoch).
+            self.controllers[name].kill()
         else:
             b.stop()
 
     def start_node(self, name: str) -> None:
         b = self.broker(name)
-        target = self.controller if b is None else b
+        target = self.controllers[name] if b is None else b
         if not target.process.up:
             target.start()
 

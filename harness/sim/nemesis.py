@@ -15,10 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker_app.sim.cluster import CLIENT, SimCluster
+from broker_app.sim.quorum import CONTROLLER_ID_BASE
 from broker_app.storage.topic_partition import TopicPartition
 from harness.plan.errors import ResolutionError
 from harness.plan.model import Step
-from harness.plan.state import ClusterState, Node, PartitionState, ReplicaState
+from harness.plan.state import (
+    ClusterState,
+    ControllerState,
+    Node,
+    PartitionState,
+    ReplicaState,
+    active_controller,
+)
 from harness.plan.targets import Target, resolve, step_rng
 from harness.plan.timing import FIRE, TIMED_OUT, step_status
 from harness.store.history import HistoryWriter
@@ -70,10 +78,33 @@ def cluster_state(cluster: SimCluster, elapsed_s: float) -> ClusterState:
                                 states, reg.elr)  # fmt: skip
             partitions[ps.name] = ps
     alive = frozenset(i for i, b in cluster.brokers.items() if b.up)
+    quorum = _quorum_view(cluster)
+    if quorum:
+        known = active_controller(quorum)
+        ids, active = tuple(sorted(int(n.split("-")[1]) for n in cluster.controllers)), \
+            (known[0] if known else None)
+    else:
+        ids, active = (1,), (1 if ctl.process.up else None)
     return ClusterState(
         brokers=tuple(sorted(cluster.brokers)), alive=alive, partitions=partitions,
-        controllers=(1,), controller=1 if ctl.process.up else None, elapsed_s=elapsed_s,
+        controllers=ids, controller=active, elapsed_s=elapsed_s, quorum=quorum,
     )  # fmt: skip
+
+
+def _quorum_view(cluster: SimCluster) -> dict[int, ControllerState]:
+    """Each live, unpaused quorum voter's /state "quorum" view (none for SimController)."""
+    out = {}
+    for c in cluster.controllers.values():
+        client = getattr(c, "client", None)
+        if client is None or not c.process.up or c.process.paused or c.raft is None:
+            continue
+        base = CONTROLLER_ID_BASE  # Raft node ids -> the plan's controller numbers
+        leader = None if client.leader_id is None else client.leader_id - base
+        out[c.config.node_id - base] = ControllerState(
+            c.config.node_id - base, client.epoch, leader, c.raft.is_active,
+            c.raft.committed_offset, client.high_watermark, client.log.end_offset,
+            tuple(sorted(v - base for v in client.config.voters)))
+    return out
 
 
 @dataclass

@@ -27,6 +27,7 @@ from broker_app.sim.cluster import SimCluster
 from harness.bench.reference_checker import reference_check
 from harness.checker.expectations import AS_EXPECTED, UNEXPECTED, verdict
 from harness.checker.history import INFORMATIONAL
+from harness.metadata_check import committed_log_divergence, committed_records
 from harness.plan.model import Plan, Step
 from harness.sim.config import broker_configs, controller_config
 from harness.sim.nemesis import FiredStep, SimNemesis, cluster_state
@@ -102,8 +103,8 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     logging.getLogger("broker_app").setLevel(logging.ERROR)
     out_dir.mkdir(parents=True, exist_ok=True)
     ctl_config, tick_ms = controller_config(plan.cluster)
-    cluster = SimCluster(seed, broker_configs(plan.cluster), ctl_config)
-    cluster.controller.tick_interval_ms = tick_ms
+    cluster = SimCluster(seed, broker_configs(plan.cluster), ctl_config,
+                         controllers=plan.cluster.controllers, tick_interval_ms=tick_ms)
     loop = cluster.loop
     cluster.start()
     if not _wait(cluster, lambda: _all_registered(cluster), STARTUP_TIMEOUT_MS):
@@ -159,6 +160,8 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     finally:
         history.close()
     results = judge(plan, reference_check(path))
+    if len(cluster.controllers) > 1:
+        results["metadata-divergence"] = quorum_metadata_check(cluster)
     write_results(out_dir, results)
     return SimResult(seed, results, nemesis.fired, loop.now_ms, loop.events_run, path,
                      replica_divergence(cluster))
@@ -203,6 +206,19 @@ def tune_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
+
+
+def quorum_metadata_check(cluster: SimCluster) -> dict[str, Any]:
+    """The metadata-divergence result (results.json `metadata-divergence`, judged like a
+    container run's) of a simulated controller quorum: every voter's applied committed records
+    over the run against the final committed logs (harness/metadata_check)."""
+    applied, final = {}, {}
+    for name, c in cluster.controllers.items():
+        applied[name] = list(getattr(c, "applied", ()))
+        client = getattr(c, "client", None)
+        final[name] = committed_records(client.log, client.high_watermark) \
+            if client is not None and c.process.up else {}
+    return committed_log_divergence(applied, final)
 
 
 def final_state(cluster: SimCluster) -> Any:

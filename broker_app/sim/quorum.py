@@ -1,0 +1,221 @@
+"""SimQuorumController: one voter of a simulated KRaft controller quorum (issue 13).
+
+The real sans-I/O parts on virtual time, as `highwater controller --controller-quorum-voters`
+runs them over sockets (quorum_main.py), in the manner of Kafka's RaftEventSimulationTest:
+KafkaRaftClient (votes, the replicated `__cluster_metadata` log) under RaftQuorumController
+(the metadata state machine, active only on the leader), RaftControllerFacade and the real
+ControllerApis for the brokers' requests. Raft messages (Envelopes) travel between voters
+over the simulated network one way each (a response is its own message), so cuts, latency,
+kills and pauses of controllers act on them like on any other link.
+
+Contract:
+- Durability: the election state is written through (MemoryQuorumStateStore, Kafka's
+  quorum-state file is fsynced); the Raft log is a MemoryReplicatedLog whose unflushed tail a
+  kill loses (the client flushes before it counts or reports a position). A restart opens a
+  new client and controller on the same log and store, and replays the committed log.
+- A broker request that writes is answered only when its records are committed
+  (PendingResponse), NOT_CONTROLLER if leadership was lost first; a standby answers
+  NOT_CONTROLLER at once (the broker then tries the next voter). Metadata fetches are served
+  by every voter up to its high watermark and park at the end like SimController's.
+- `applied` keeps every committed metadata record this voter's state machine applied, over
+  all incarnations: what the end-of-run check compares across voters
+  (harness/metadata_check.committed_log_divergence).
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from broker_app.controller.config import ControllerConfig
+from broker_app.controller.controller_apis import ControllerApis, DelayedMetadataFetch
+from broker_app.controller.quorum_controller import QuorumController
+from broker_app.controller.raft_controller import RaftQuorumController
+from broker_app.controller.raft_facade import RaftControllerFacade
+from broker_app.protocol.codec import Request
+from broker_app.raft import KafkaRaftClient, MemoryQuorumStateStore, MemoryReplicatedLog, RaftConfig
+from broker_app.raft.messages import Envelope
+
+from .events import EventLoop, Process, Timer
+from .network import Network
+
+RAFT_MESSAGE_TIMEOUT_MS = 60_000  # one-way Raft messages: never answered through the rpc
+# Plans number controllers 1..N (node names controller-N); their Raft/KRaft node ids are
+# CONTROLLER_ID_BASE + N, apart from the brokers' ids as in Kafka (node ids are unique across
+# a cluster: a controller refuses a broker registering with its own id).
+CONTROLLER_ID_BASE = 3000
+
+
+def controller_name(node_id: int) -> str:
+    """The node name of the controller with Raft node id `node_id`."""
+    return f"controller-{node_id - CONTROLLER_ID_BASE}"
+
+
+class SimQuorumController:
+    def __init__(self, loop: EventLoop, net: Network, config: ControllerConfig,
+                 voters: tuple[int, ...], tick_interval_ms: int = 100,
+                 election_timeout_ms: int = 1000, fetch_timeout_ms: int = 2000) -> None:
+        self.loop = loop
+        self.net = net
+        self.config = config
+        self.voters = voters
+        self.name = controller_name(config.node_id)
+        self.tick_interval_ms = tick_interval_ms
+        self.raft_config = RaftConfig(
+            node_id=config.node_id, voters=frozenset(voters),
+            election_timeout_ms=election_timeout_ms, fetch_timeout_ms=fetch_timeout_ms,
+            raft_vote_log_check=config.raft_vote_log_check)
+        self.process = Process(loop, self.name)
+        self.raft_log = MemoryReplicatedLog()
+        self.store = MemoryQuorumStateStore()
+        self.applied: list[tuple[int, bytes]] = []
+        self.raft: RaftQuorumController | None = None
+        self.facade: RaftControllerFacade | None = None
+        self.apis: ControllerApis | None = None
+        self._timer: Timer | None = None
+        self._parked: list[tuple[DelayedMetadataFetch, Callable[[Any], None], Timer]] = []
+        self._hw: int | None = None
+        self._incarnation = 0
+        net.add_node(self.name, self.process, self.handle)
+
+    # -- queries (what the harness reads) ---------------------------------------------------
+    @property
+    def controller(self) -> QuorumController | None:
+        """The active QuorumController, None on a standby or a dead voter."""
+        return self.raft.active if self.raft is not None and self.process.up else None
+
+    @property
+    def client(self) -> KafkaRaftClient | None:
+        return self.raft.client if self.raft is not None else None
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> None:
+        self.process.start()
+        self._incarnation += 1
+        seed = self.loop.rng.getrandbits(64)
+        client = KafkaRaftClient(self.raft_config, self.raft_log, self.store,
+                                 random.Random(seed), self.loop.now_ms)
+        self.raft = RaftQuorumController(self.config, client, self._new_topic_id)
+        self.raft.commit_listener = self.applied.extend
+        self.facade = RaftControllerFacade(self.raft, self._wake)
+        self.apis = ControllerApis(self.facade, self.raft.metadata_log,  # type: ignore[arg-type]
+                                   (self.name, 9093))
+        self._parked, self._hw, self._timer = [], None, None
+        self.process.every(self.tick_interval_ms, self._tick)
+        self._drive(self.raft.poll(self.loop.now_ms))
+
+    def kill(self) -> None:
+        """SIGKILL: the unflushed Raft tail is lost; the election state is durable."""
+        self.process.kill()
+        self.raft_log.lose_unflushed()
+        self.raft = self.facade = self.apis = None
+        self._parked, self._timer = [], None
+
+    def _new_topic_id(self) -> uuid.UUID:
+        return uuid.UUID(int=self.loop.rng.getrandbits(128), version=4)
+
+    # -- driving the Raft client ------------------------------------------------------------
+    def _drive(self, out: list[Envelope]) -> None:
+        """Send what the client produced, wake parked fetches if the HW moved, and set the
+        timer for the client's next deadline."""
+        for env in out:
+            self.net.rpc(self.name, controller_name(env.dst), env, None, None,
+                         RAFT_MESSAGE_TIMEOUT_MS)
+        assert self.raft is not None
+        hw = self.raft.client.high_watermark
+        if hw != self._hw:
+            self._hw = hw
+            self._wake_parked()
+        if self._timer is not None:
+            self._timer.cancel()
+        delay = max(self.raft.deadline_ms() - self.loop.now_ms, 0)
+        self._timer = self.process.call_later(delay, self._poll)
+
+    def _poll(self) -> None:
+        self._timer = None
+        if self.raft is not None:
+            self._drive(self.raft.poll(self.loop.now_ms))
+
+    def _wake(self) -> None:
+        """Records were appended (the facade wrote): flush and replicate them now."""
+        if self.raft is not None:
+            self._drive([])
+
+    def _tick(self) -> None:
+        if self.facade is not None:
+            self.facade.tick(self.loop.now_ms)
+            # A write that bypassed the facade (the harness electing leaders) moved the
+            # client's deadline: re-arm the timer on it.
+            self._drive([])
+
+    # -- the network handler ----------------------------------------------------------------
+    def handle(self, src: str, body: Any, reply: Callable[[Any], None]) -> None:
+        if self.raft is None:
+            return
+        if isinstance(body, Envelope):
+            self._drive(self.raft.handle(body, self.loop.now_ms))
+            return
+        self._handle_request(src, body, reply)
+
+    def _handle_request(self, src: str, body: Any, reply: Callable[[Any], None]) -> None:
+        assert self.apis is not None and self.facade is not None
+        facade, apis = self.facade, self.apis
+        request = Request(body.__api_key__, body.__version__, 0, src, body)
+        facade.last_pending = None
+        result = apis.handle(request, self.loop.now_ms)
+        pending, facade.last_pending = facade.last_pending, None
+        if isinstance(result, DelayedMetadataFetch):
+            self._park(result, reply)
+            return
+        if pending is None:
+            reply(result)
+            return
+        incarnation = self._incarnation
+
+        def answered(p: Any) -> None:
+            if incarnation != self._incarnation or not self.process.up:
+                return  # died before the commit: the broker's request times out
+            if p.error is None:
+                reply(result)
+                return
+            facade.refuse = True  # the same request again, answered NOT_CONTROLLER
+            try:
+                reply(apis.handle(request, self.loop.now_ms))
+            finally:
+                facade.refuse = False
+
+        pending.on_done(answered)
+
+    def _park(self, delayed: DelayedMetadataFetch, reply: Callable[[Any], None]) -> None:
+        entry: list[Any] = []
+
+        def expire() -> None:
+            if entry and entry[0] in self._parked:
+                self._parked.remove(entry[0])
+                reply(delayed.complete(True))
+
+        timer = self.process.call_later(delayed.max_wait_ms, expire)
+        entry.append((delayed, reply, timer))
+        self._parked.append(entry[0])
+
+    def _wake_parked(self) -> None:
+        still = []
+        for delayed, reply, timer in self._parked:
+            response = delayed.complete(False)
+            if response is None:
+                still.append((delayed, reply, timer))
+            else:
+                timer.cancel()
+                reply(response)
+        self._parked = still
+
+    def create_topics(self, topics: list[Any]) -> Any:
+        """CreateTopics as an admin client would send it to this (active) controller; the
+        answer is the active controller's (not yet committed) result."""
+        from broker_app.controller.messages import CreateTopicsRequest
+
+        assert self.facade is not None
+        resp, _ = self.facade.create_topics(CreateTopicsRequest(topics), self.loop.now_ms)
+        return resp
