@@ -3,7 +3,7 @@
 Contract:
 - SWITCHES names each version-governed switch as plans and the command line spell it
   (`truncation`, `isr-update`, `strict-min-isr`, `eligible-leader-replicas`,
-  `unclean-leader-election`, `isr-broker-epochs`), the processes that take it (broker,
+  `unclean-leader-election`, `isr-broker-epochs`, `pre-vote`), the processes that take it (broker,
   controller or both) and its allowed values. Switch values are strings; booleans are
   "true"/"false".
 - VERSIONS is the table: each row is a Kafka release, the value of EVERY switch in it, and what
@@ -60,6 +60,8 @@ SWITCHES: tuple[Switch, ...] = (
            "cluster default of unclean.leader.election.enable"),
     Switch("isr-broker-epochs", ("broker", "controller"), BOOL,
            "KIP-903: AlterPartition carries ISR members' broker epochs, stale ones refused"),
+    Switch("pre-vote", ("controller",), BOOL,
+           "KIP-996: a KRaft voter asks for pre-votes before it raises the epoch"),
 )
 SWITCH_NAMES: tuple[str, ...] = tuple(s.name for s in SWITCHES)
 _BY_NAME = {s.name: s for s in SWITCHES}
@@ -73,9 +75,10 @@ class KafkaVersion:
 
 
 def _row(version: str, truncation: str, isr_update: str, strict: str, elr: str, unclean: str,
-         changes: str, epochs: str = "true") -> KafkaVersion:  # fmt: skip
-    # `epochs` (isr-broker-epochs, KIP-903) last and defaulted: it is "false" below 3.5.
-    values = (truncation, isr_update, strict, elr, unclean, epochs)
+         changes: str, epochs: str = "true", pre_vote: str = "false") -> KafkaVersion:  # fmt: skip
+    # Defaulted last: `epochs` (isr-broker-epochs, KIP-903) is "false" below 3.5, `pre_vote`
+    # (KIP-996) "true" from 4.0.
+    values = (truncation, isr_update, strict, elr, unclean, epochs, pre_vote)
     return KafkaVersion(version, dict(zip(SWITCH_NAMES, values, strict=True)), changes)
 
 
@@ -114,11 +117,12 @@ VERSIONS: tuple[KafkaVersion, ...] = (
          "(L10's loss)"),
     _row("4.0", "diverging-epoch", "maximal", "true", "false", "false",
          "KIP-966: eligible leader replicas available, opt-in "
-         "(eligible.leader.replicas.version=1)"),
+         "(eligible.leader.replicas.version=1); KIP-996 (KAFKA-16164): KRaft pre-vote",
+         pre_vote="true"),
     _row("4.1", "diverging-epoch", "maximal", "true", "true", "false",
          "KIP-966: eligible leader replicas on by default for new clusters; unclean-shutdown "
          "brokers leave every ISR and ELR; the last known leader is elected when ISR and ELR "
-         "are empty"),
+         "are empty", pre_vote="true"),
 )
 KNOWN_VERSIONS: tuple[str, ...] = tuple(v.version for v in VERSIONS)
 DEFAULT_VERSION = "4.1"

@@ -21,6 +21,8 @@ class ControllerConfig:
     # Raft vote rule (KIP-595, Raft 5.4.1): grant a vote only to a candidate whose log is at
     # least as up to date. False ("none") is a hypothetical bug switch, in no Kafka release.
     raft_vote_log_check: bool = True
+    # KIP-996 (Kafka 4.0): pre-vote before an election. False: Kafka 3.x elections.
+    pre_vote: bool = True
     min_insync_replicas: int = 1  # min.insync.replicas (cluster default; a topic config wins)
     auto_leader_rebalance: bool = False  # auto.leader.rebalance.enable (Kafka's default: true)
     leader_imbalance_check_interval_ms: int = 300_000  # leader.imbalance.check.interval.seconds

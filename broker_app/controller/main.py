@@ -49,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isr-broker-epochs", action=argparse.BooleanOptionalAction,
                         default=None, help="KIP-903: refuse ISR members with a stale broker "
                                            "epoch in AlterPartition (Kafka >= 3.5)")
+    parser.add_argument("--pre-vote", action=argparse.BooleanOptionalAction, default=None,
+                        help="KIP-996 pre-vote in the controller quorum (Kafka >= 4.0)")
     parser.add_argument("--raft-vote-log-check", choices=("strict", "none"), default="strict",
                         help="strict: Raft's vote rule (grant only to an up-to-date log); "
                              "none: hypothetical bug switch, grant without the log check")
@@ -83,6 +85,7 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
         "unclean-leader-election": bool_text(args.unclean_leader_election),
         "eligible-leader-replicas": bool_text(args.eligible_leader_replicas),
         "isr-broker-epochs": bool_text(args.isr_broker_epochs),
+        "pre-vote": bool_text(args.pre_vote),
     })  # fmt: skip
     return ControllerConfig(
         node_id=args.node_id,
@@ -92,6 +95,7 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
         eligible_leader_replicas=as_bool(sw["eligible-leader-replicas"]),
         isr_broker_epochs=as_bool(sw["isr-broker-epochs"]),
         raft_vote_log_check=args.raft_vote_log_check == "strict",
+        pre_vote=as_bool(sw["pre-vote"]),
         min_insync_replicas=args.min_insync_replicas,
         auto_leader_rebalance=args.auto_leader_rebalance,
         leader_imbalance_check_interval_ms=args.leader_imbalance_check_interval_ms,

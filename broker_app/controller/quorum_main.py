@@ -41,7 +41,7 @@ async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> No
         node_id=config.node_id, voters=frozenset(voters),
         election_timeout_ms=args.controller_quorum_election_timeout_ms,
         fetch_timeout_ms=args.controller_quorum_fetch_timeout_ms,
-        raft_vote_log_check=config.raft_vote_log_check)
+        raft_vote_log_check=config.raft_vote_log_check, pre_vote=config.pre_vote)
     raft_log = FileReplicatedLog(args.data_dir)
     try:
         client = KafkaRaftClient(raft_config, raft_log, FileQuorumStateStore(args.data_dir),

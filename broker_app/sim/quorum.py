@@ -66,7 +66,7 @@ class SimQuorumController:
         self.raft_config = RaftConfig(
             node_id=config.node_id, voters=frozenset(voters),
             election_timeout_ms=election_timeout_ms, fetch_timeout_ms=fetch_timeout_ms,
-            raft_vote_log_check=config.raft_vote_log_check)
+            raft_vote_log_check=config.raft_vote_log_check, pre_vote=config.pre_vote)
         self.process = Process(loop, self.name)
         self.raft_log = MemoryReplicatedLog()
         self.store = MemoryQuorumStateStore()

@@ -55,7 +55,10 @@ def cluster_state(cluster: SimCluster, elapsed_s: float) -> ClusterState:
     unpaused broker's own replicas."""
     ctl = cluster.controller
     if ctl.process.up and ctl.controller is not None:
-        image = ctl.controller.image
+        # A quorum's active controller: its committed image, as its /state serves it (the
+        # uncommitted tail may still be undone by a failover).
+        raft = getattr(ctl, "raft", None)
+        image = raft.committed_image if raft is not None else ctl.controller.image
     else:  # the harness would see the brokers' (possibly stale) metadata
         images = [b.loader.image for b in cluster.brokers.values() if b.up]
         image = max(images, key=lambda i: i.offset) if images else None

@@ -144,8 +144,8 @@ def test_l1_to_l10_are_documented() -> None:
 def test_every_mode_runs_from_its_version_preset_alone(sc) -> None:
     """Each mode names a kafka_version and sets no version switch of its own: the switches the
     brokers and controller run with are exactly that release's preset (docs/kafka-versions.md).
-    Plain configuration (flush, lag time) and L5's hypothetical consumer-visibility are not
-    version switches."""
+    Plain configuration (flush, lag time), L5's hypothetical consumer-visibility and L12's
+    hypothetical raft-vote-log-check are not version switches."""
     from broker_app.kafka_versions import SWITCH_NAMES, preset
 
     for mode in sc.modes:
