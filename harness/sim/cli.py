@@ -34,6 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "faults); > 1 replaces the plan's nemesis.overlap")
     parser.add_argument("--shrink-budget", type=int, default=200,
                         help="explore: at most this many runs while shrinking")
+    parser.add_argument("--contrast", action="append", default=[], metavar="KEY=VALUE",
+                        help="explore: a schedule counts only if the plan with these "
+                             "overrides too (the behaviour under test switched back) does "
+                             "not violate it; searching and shrinking keep what this "
+                             "behaviour alone loses")
     parser.add_argument("--export", type=Path, default=None,
                         help="explore: write the minimal schedule as a fault plan here")
 
@@ -123,8 +128,20 @@ def _explore(args: argparse.Namespace, plan, source: Path) -> int:
         print(f"\r{n}/{args.schedules} schedules, {n / max(elapsed, 1e-9):.2f}/s",
               end="", file=sys.stderr, flush=True)  # fmt: skip
 
+    from harness.plan.errors import PlanError
+
+    contrast = None
+    if args.contrast:
+        try:
+            contrast = _load(argparse.Namespace(**{**vars(args),
+                                                   "set": args.set + args.contrast}),
+                             str(source))  # fmt: skip
+        except (PlanError, ValueError) as e:
+            print(f"highwater sim: --contrast: {e}", file=sys.stderr)
+            return 2
+        print(f"contrast: {', '.join(args.contrast)} (a schedule counts only if this passes)")
     t0 = time.monotonic()
-    found = search(plan, args.schedules, start, progress, args.jobs, args.overlap)
+    found = search(plan, args.schedules, start, progress, args.jobs, args.overlap, contrast)
     print(file=sys.stderr)
     if found is None:
         print(f"no violation of {plan.expected_text() or 'validity'} in {args.schedules} "
@@ -142,7 +159,7 @@ def _explore(args: argparse.Namespace, plan, source: Path) -> int:
         print("  " + line)
     if args.no_shrink:
         return 1
-    shrink(plan, found, args.shrink_budget)
+    shrink(plan, found, args.shrink_budget, contrast)
     print(f"minimal schedule ({found.shrink_runs} shrink runs):")
     for line in timeline(found.shrunk):
         print("  " + line)

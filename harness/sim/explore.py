@@ -54,7 +54,7 @@ class Found:
     resolved: dict[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)
 
 
-def _fails(plan: Plan, steps: Sequence[Step], seed: int, work: Path) -> SimResult | None:
+def _violates(plan: Plan, steps: Sequence[Step], seed: int, work: Path) -> SimResult | None:
     """The result if the schedule violates the plan's `expected` or leaves replicas that
     disagree at an offset (divergence no client read is a violation too), else None."""
     try:
@@ -64,20 +64,35 @@ def _fails(plan: Plan, steps: Sequence[Step], seed: int, work: Path) -> SimResul
     return r if r.verdict == UNEXPECTED or r.diverged else None
 
 
-def _verdict_of(job: tuple[Plan, int, int]) -> tuple[int, bool]:
+def _fails(plan: Plan, steps: Sequence[Step], seed: int, work: Path,
+           contrast: Plan | None = None) -> SimResult | None:  # fmt: skip
+    """A violation of `plan` that `contrast` (the same plan with the behaviour under test
+    switched back, `--contrast`) does not show, so the search and the shrinking keep only
+    schedules that this behaviour loses (a power loss that every version loses is not one)."""
+    r = _violates(plan, steps, seed, work)
+    if r is None or contrast is None:
+        return r
+    try:
+        return None if _violates(contrast, steps, seed, work) is not None else r
+    except SimAborted:
+        return None
+
+
+def _verdict_of(job: tuple[Plan, int, int, Plan | None]) -> tuple[int, bool]:
     """(seed, violates expected?) of one schedule, in a worker process."""
-    plan, seed, overlap = job
+    plan, seed, overlap, contrast = job
     with tempfile.TemporaryDirectory(prefix="hw-sim-") as tmp:
         steps = schedule_for(plan, seed, overlap)
-        return seed, _fails(plan, steps, seed, Path(tmp)) is not None
+        return seed, _fails(plan, steps, seed, Path(tmp), contrast) is not None
 
 
 def search(plan: Plan, schedules: int, start_seed: int = 1,
            progress: Callable[[int, float], None] | None = None, jobs: int = 1,
-           overlap: int = 1) -> Found | None:  # fmt: skip
-    """The first seed (in seed order, whatever `jobs`) whose schedule violates `expected`."""
+           overlap: int = 1, contrast: Plan | None = None) -> Found | None:  # fmt: skip
+    """The first seed (in seed order, whatever `jobs`) whose schedule violates `expected`
+    (and, with `contrast`, passes under the contrast plan)."""
     t0 = time.monotonic()
-    seeds = [(plan, start_seed + i, overlap) for i in range(schedules)]
+    seeds = [(plan, start_seed + i, overlap, contrast) for i in range(schedules)]
     if jobs > 1:
         from multiprocessing import get_context
 
@@ -87,27 +102,27 @@ def search(plan: Plan, schedules: int, start_seed: int = 1,
                     progress(n, time.monotonic() - t0)
                 if failed:
                     pool.terminate()
-                    return _found(plan, seed, n, overlap)
+                    return _found(plan, seed, n, overlap, contrast)
         return None
     for n, job in enumerate(seeds, 1):
         seed, failed = _verdict_of(job)
         if progress is not None:
             progress(n, time.monotonic() - t0)
         if failed:
-            return _found(plan, seed, n, overlap)
+            return _found(plan, seed, n, overlap, contrast)
     return None
 
 
-def _found(plan: Plan, seed: int, n: int, overlap: int) -> Found:
+def _found(plan: Plan, seed: int, n: int, overlap: int, contrast: Plan | None = None) -> Found:
     """Run the failing seed again here (deterministic: the same result) to keep its result."""
     steps = schedule_for(plan, seed, overlap)
     with tempfile.TemporaryDirectory(prefix="hw-sim-") as tmp:
-        r = _fails(plan, steps, seed, Path(tmp))
+        r = _fails(plan, steps, seed, Path(tmp), contrast)
     assert r is not None, f"seed {seed} failed in a worker but not again: not deterministic"
     return Found(seed, n, tuple(steps), r)
 
 
-def shrink(plan: Plan, found: Found, budget: int = 200) -> Found:
+def shrink(plan: Plan, found: Found, budget: int = 200, contrast: Plan | None = None) -> Found:
     steps = list(found.steps)
     runs = 0
     with tempfile.TemporaryDirectory(prefix="hw-sim-shrink-") as tmp:
@@ -116,7 +131,7 @@ def shrink(plan: Plan, found: Found, budget: int = 200) -> Found:
             if runs >= budget:
                 return False
             runs += 1
-            return _fails(plan, candidate, found.seed, Path(tmp)) is not None
+            return _fails(plan, candidate, found.seed, Path(tmp), contrast) is not None
 
         i = 0
         while i < len(steps):  # 1. drop faults
@@ -141,7 +156,7 @@ def shrink(plan: Plan, found: Found, budget: int = 200) -> Found:
                 if not still_fails(candidate):
                     break
                 steps = candidate
-        final = _fails(plan, steps, found.seed, Path(tmp))  # deterministic: fails again
+        final = _fails(plan, steps, found.seed, Path(tmp), contrast)  # deterministic: again
     found.shrunk = tuple(steps)
     found.shrink_runs = runs
     if final is not None:

@@ -76,3 +76,20 @@ def test_overrides_of_list_items_and_topic_configs_are_exported() -> None:
     assert topic.min_insync_replicas == 1
     assert topic.configs == {"unclean.leader.election.enable": "true"}
     assert back.cluster.switches == {"isr-update": "eager"}
+
+
+def test_contrast_keeps_only_what_the_switch_under_test_loses(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`--contrast`: a violation counts only if the plan with the behaviour switched back
+    passes the same schedule (seconds: three simulated runs of the eager-ISR find)."""
+    from pathlib import Path
+
+    from harness.plan.loader import load_plan
+    from harness.sim.explore import _fails
+
+    path = Path(__file__).resolve().parents[3] / "chaos_plans/found/random-eager-minimal.yaml"
+    eager = load_plan(path)
+    maximal = load_plan(path, {"cluster.switches.isr-update": "maximal"})
+    steps = eager.faults
+    assert _fails(eager, steps, 34, tmp_path, contrast=maximal) is not None
+    assert _fails(eager, steps, 34, tmp_path, contrast=eager) is None
+    assert _fails(maximal, steps, 34, tmp_path) is None
