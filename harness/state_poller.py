@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from harness.cluster.topology import controller_index
 from harness.plan.model import ClusterSpec
 from harness.plan.state import (
     ClusterState,
@@ -71,9 +72,17 @@ def controller_id(node: str) -> int | None:
     return int(n) if prefix == CONTROLLER and n.isdigit() else None
 
 
+def _index(node_id: int) -> int:
+    """A KRaft controller node id as the plan numbers controllers (topology.controller_index:
+    node 3000 + c is controller c); an id outside that plan stays as it is."""
+    c = controller_index(node_id)
+    return node_id if c is None else c
+
+
 def quorum_view(cid: int, st: Mapping[str, Any]) -> ControllerState | None:
-    """Controller `cid`'s /state "quorum" as a ControllerState; None without one (a single
-    controller without Raft) or when it is malformed."""
+    """Controller `cid`'s /state "quorum" as a ControllerState (leader and voters numbered as
+    the plan numbers controllers); None without one (a single controller without Raft) or when
+    it is malformed."""
     q = st.get("quorum")
     if not isinstance(q, dict):
         return None
@@ -81,10 +90,10 @@ def quorum_view(cid: int, st: Mapping[str, Any]) -> ControllerState | None:
         leader, hw = q.get("leader_id"), q.get("high_watermark")
         return ControllerState(
             id=cid, epoch=int(q["epoch"]),
-            leader=int(leader) if isinstance(leader, int) and leader >= 0 else None,
+            leader=_index(leader) if isinstance(leader, int) and leader >= 0 else None,
             active=bool(q.get("active")), committed=int(q.get("committed_offset", 0)),
             hw=int(hw) if isinstance(hw, int) else None, leo=int(q.get("log_end_offset", 0)),
-            voters=tuple(int(v) for v in q.get("voters") or ()),
+            voters=tuple(_index(int(v)) for v in q.get("voters") or ()),
         )
     except (KeyError, TypeError, ValueError):
         return None

@@ -202,12 +202,13 @@ class Runner:
         try:
             broker_args, controller_args = process_flags(plan.cluster)
             cluster = ObservedCluster(
-                self.run_id, brokers=plan.cluster.brokers, controller=True,
+                self.run_id, brokers=plan.cluster.brokers, controllers=plan.cluster.controllers,
                 store_dir=self.run_dir.path, broker_args=broker_args,
                 disk_faults=self._needs_disk(), controller_args=controller_args,
             )
             print(f"highwater run: starting cluster {self.run_id} "
-                  f"({plan.cluster.brokers} brokers, controller, toxiproxy)")
+                  f"({plan.cluster.brokers} brokers, {plan.cluster.controllers} controller(s), "
+                  "toxiproxy)")
             with cluster:
                 poller = StatePoller(lambda: cluster.admin_endpoints(refresh=True), plan.cluster,
                                      states, elapsed=lambda: time.monotonic() - t_workload[0])
