@@ -15,6 +15,12 @@ the harness (history.jsonl) running the whole time. Then --kills times:
    broker's and controller's metadata image agrees (harness.metadata_check): `metadata
    divergence` is the number of nodes still differing after METADATA_WAIT_S.
 
+With --fault partition step 2 cuts the active controller from the other voters instead (both
+directions of every controller<->controller proxy, Toxiproxy timeout toxics; its links with the
+brokers stay up) for --down-s: a survivor must become active at a higher epoch, and the old
+leader's Raft high watermark, sampled every POLL_S while it is cut, must not move (it cannot
+commit without a majority); then the links heal and it rejoins.
+
 At the end the producers stop, the cluster settles and everything is read back with the
 harness's drain; `lost` = values acknowledged that no final read returned, attributed to the
 kill whose window (from its kill to the next one) they were sent in. Figures are printed and
@@ -47,13 +53,16 @@ ELECTION_TIMEOUT_MS = 1000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kills", type=int, default=10, help="active-controller kills")
+    parser.add_argument("--kills", type=int, default=10, help="active-controller faults")
+    parser.add_argument("--fault", choices=("kill", "partition"), default="kill",
+                        help="kill: SIGKILL the active controller; partition: cut it from the "
+                             "other voters only (the brokers still reach it)")
     parser.add_argument("--controllers", type=int, default=3, help="quorum size (voters)")
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--producers", type=int, default=2, help="acks=all producer processes")
     parser.add_argument("--rate", type=float, default=50.0, help="sends/s per producer")
     parser.add_argument("--down-s", type=float, default=3.0,
-                        help="how long the killed controller stays down")
+                        help="how long the killed controller stays down (partition: cut)")
     parser.add_argument("--timeout-s", type=float, default=60.0,
                         help="bound on each wait (stable quorum, new active controller)")
     parser.add_argument("--out", type=Path, default=None,
@@ -74,6 +83,12 @@ class Kill:
     metadata_divergence: int | None = None
     metadata_examples: list[Any] = field(default_factory=list)
     lost: int = 0
+    # --fault partition: the cut-off old leader's Raft high watermark when cut and the highest
+    # it reported while cut (equal: it committed nothing), and whether it still said "active"
+    # at the end of the cut (check quorum makes it resign after 1.5 x fetch timeout).
+    old_hw_at_cut: int | None = None
+    old_hw_max_cut: int | None = None
+    old_active_at_heal: bool | None = None
 
 
 @dataclass
@@ -145,8 +160,6 @@ def _wait(fn: Any, timeout_s: float, interval_s: float = POLL_S) -> Any:
 
 
 def _kill_once(cluster: Any, history: Any, args: argparse.Namespace, n: int) -> Kill:
-    from harness.metadata_check import wait_for_agreement
-
     names = cluster.topology.controller_names
     leader = _wait(lambda: stable_leader(quorum_answers(cluster, names), names), args.timeout_s,
                    0.2)
@@ -154,10 +167,12 @@ def _kill_once(cluster: Any, history: Any, args: argparse.Namespace, n: int) -> 
         raise RuntimeError(f"kill {n}: no stable quorum within {args.timeout_s:g}s: "
                            f"{quorum_answers(cluster, names)}")
     victim, epoch = leader
+    survivors = [c for c in names if c != victim]
+    if args.fault == "partition":
+        return _partition_once(cluster, history, args, n, victim, epoch, survivors)
     k = Kill(n, victim, epoch, time.monotonic_ns() - history.start_ns)
     t0 = time.monotonic()
     cluster.container(victim).kill(signal="SIGKILL")
-    survivors = [c for c in names if c != victim]
     found = _wait(lambda: new_active(quorum_answers(cluster, survivors), epoch), args.timeout_s)
     if found is not None:
         k.failover_ms = round((time.monotonic() - t0) * 1000)
@@ -165,9 +180,51 @@ def _kill_once(cluster: Any, history: Any, args: argparse.Namespace, n: int) -> 
     cluster.container(victim).wait(timeout=30)
     time.sleep(max(0.0, args.down_s - (time.monotonic() - t0)))
     cluster.start(victim)
+    _agree(cluster, k)
+    return k
+
+
+def _agree(cluster: Any, k: Kill) -> None:
+    from harness.metadata_check import wait_for_agreement
+
     metadata = wait_for_agreement(lambda: cluster.admin_endpoints(refresh=True), METADATA_WAIT_S)
     k.metadata_divergence = metadata["count"]
     k.metadata_examples = metadata["examples"]
+
+
+def _partition_once(cluster: Any, history: Any, args: argparse.Namespace, n: int, victim: str,
+                    epoch: int, survivors: list[str]) -> Kill:
+    """Cut the active controller from the other voters (both directions, Toxiproxy timeout
+    toxics), the brokers' links to it left alone; a survivor must become active, and the old
+    leader's high watermark must not move while it is cut (it cannot commit)."""
+    k = Kill(n, victim, epoch, time.monotonic_ns() - history.start_ns)
+    before = quorum_answers(cluster, [victim]).get(victim) or {}
+    k.old_hw_at_cut = before.get("high_watermark")
+    t0 = time.monotonic()
+    for other in survivors:
+        cluster.net.partition(victim, other)
+    hws: list[int] = []
+
+    def look() -> tuple[str, int] | None:
+        q = quorum_answers(cluster, [victim, *survivors])
+        old = q.get(victim) or {}
+        if isinstance(old.get("high_watermark"), int):
+            hws.append(old["high_watermark"])
+        return new_active({n: v for n, v in q.items() if n != victim}, epoch)
+
+    found = _wait(look, args.timeout_s)
+    if found is not None:
+        k.failover_ms = round((time.monotonic() - t0) * 1000)
+        k.new_active, k.new_epoch = found
+    while time.monotonic() - t0 < args.down_s:
+        look()
+        time.sleep(POLL_S)
+    k.old_hw_max_cut = max(hws, default=None)
+    k.old_active_at_heal = bool((quorum_answers(cluster, [victim]).get(victim) or {})
+                                .get("active"))
+    for other in survivors:
+        cluster.net.heal(victim, other)
+    _agree(cluster, k)
     return k
 
 
@@ -303,6 +360,14 @@ def summary(r: Result) -> list[str]:
         f"metadata divergence after each kill: {[k.metadata_divergence for k in r.kills]}; "
         f"at the end: {r.final_metadata_divergence}",
     ]
+    cut = [k for k in r.kills if k.old_hw_at_cut is not None]
+    if cut:
+        lines.append(
+            "partition: the cut-off old leader's high watermark at the cut -> highest while "
+            f"cut: {[(k.old_hw_at_cut, k.old_hw_max_cut) for k in cut]}; it committed "
+            f"something while cut in {sum((k.old_hw_max_cut or 0) > k.old_hw_at_cut for k in cut)}"
+            f" of {len(cut)}; still claiming active at the heal: "
+            f"{sum(bool(k.old_active_at_heal) for k in cut)}")
     return lines
 
 
@@ -313,7 +378,8 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="hw-bench-ctlfail-") as tmp:
         out_dir = args.out or Path(tmp)
         out_dir.mkdir(parents=True, exist_ok=True)
-        print(f"highwater bench controller-failover: {args.kills} kills of the active controller "
+        print(f"highwater bench controller-failover: {args.kills} x {args.fault} of the active "
+              "controller "
               f"of {args.controllers}, {args.producers} acks=all producers at {args.rate:g}/s, "
               f"history in {out_dir}", flush=True)
         print(HEADER, flush=True)
