@@ -229,3 +229,22 @@ def test_build_state_with_a_single_controller_without_raft() -> None:
     assert state.partitions["t-0"].leader == 1
     assert build_state(spec, {}).controller is None
 
+
+
+def test_the_random_nemesis_hits_controllers(write_plan: WritePlan) -> None:
+    from harness.plan.random_nemesis import generate
+
+    text = BASE.split("faults:")[0] + (
+        "nemesis:\n  mode: random\n  seed: 3\n  kinds: [kill, pause, partition]\n"
+        "  targets: [active-controller, random-controller]\n  interval_s: 2\n"
+        "  fault_duration_s: 2\n  duration_s: 120\n")
+    steps = generate(load_plan(write_plan(text)))
+    kinds = {(s.target or s.src or s.dst).kind for s in steps if s.action != "partition"}
+    assert kinds == {"active-controller", "random-controller"}
+    cut = [s for s in steps if s.action == "partition"]
+    assert cut and all(s.target.kind in ("active-controller", "random-controller") for s in cut)
+    # Resolved on a quorum state: they name controllers, never brokers.
+    state = with_quorum(cs(1, 5, 2), cs(2, 5, 2), cs(3, 5, 2))
+    for i, s in enumerate(steps):
+        nodes = resolve(s.target, state, random.Random(i))
+        assert all(n.kind == "controller" for n in nodes)
