@@ -15,7 +15,8 @@ Contract:
   (its /state "quorum") and `controller` the active one (state.active_controller).
   `elapsed_s` comes from `elapsed()` (the run's clock: seconds since the workload started).
 - With `states` (a StatesWriter), every answering broker's replicas are appended to
-  states.jsonl per poll (the report's HW/LEO timelines).
+  states.jsonl per poll (the report's HW/LEO timelines); with `quorum` (a QuorumWriter),
+  every answering controller's quorum view to quorum.jsonl (the controller epoch timeline).
 - `poll_once()` does one poll synchronously (also what the thread calls); `start()`/`stop()`
   run and end the thread (stop is bounded).
 """
@@ -32,6 +33,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from harness.cluster.topology import controller_index
 from harness.plan.model import ClusterSpec
 from harness.plan.state import (
     ClusterState,
@@ -40,6 +42,7 @@ from harness.plan.state import (
     ReplicaState,
     active_controller,
 )
+from harness.store.quorum import QuorumWriter
 from harness.store.states import ROLES, StatesWriter
 
 log = logging.getLogger(__name__)
@@ -71,9 +74,17 @@ def controller_id(node: str) -> int | None:
     return int(n) if prefix == CONTROLLER and n.isdigit() else None
 
 
+def _index(node_id: int) -> int:
+    """A KRaft controller node id as the plan numbers controllers (topology.controller_index:
+    node 3000 + c is controller c); an id outside that plan stays as it is."""
+    c = controller_index(node_id)
+    return node_id if c is None else c
+
+
 def quorum_view(cid: int, st: Mapping[str, Any]) -> ControllerState | None:
-    """Controller `cid`'s /state "quorum" as a ControllerState; None without one (a single
-    controller without Raft) or when it is malformed."""
+    """Controller `cid`'s /state "quorum" as a ControllerState (leader and voters numbered as
+    the plan numbers controllers); None without one (a single controller without Raft) or when
+    it is malformed."""
     q = st.get("quorum")
     if not isinstance(q, dict):
         return None
@@ -81,10 +92,10 @@ def quorum_view(cid: int, st: Mapping[str, Any]) -> ControllerState | None:
         leader, hw = q.get("leader_id"), q.get("high_watermark")
         return ControllerState(
             id=cid, epoch=int(q["epoch"]),
-            leader=int(leader) if isinstance(leader, int) and leader >= 0 else None,
+            leader=_index(leader) if isinstance(leader, int) and leader >= 0 else None,
             active=bool(q.get("active")), committed=int(q.get("committed_offset", 0)),
             hw=int(hw) if isinstance(hw, int) else None, leo=int(q.get("log_end_offset", 0)),
-            voters=tuple(int(v) for v in q.get("voters") or ()),
+            voters=tuple(_index(int(v)) for v in q.get("voters") or ()),
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -178,8 +189,10 @@ class StatePoller:
         elapsed: Callable[[], float] = lambda: 0.0,
         interval_s: float = 0.2,
         timeout_s: float = 0.5,
+        quorum: QuorumWriter | None = None,
     ) -> None:
         self.endpoints = endpoints
+        self.quorum = quorum
         self.spec = spec
         self.states = states
         self.elapsed = elapsed
@@ -212,6 +225,8 @@ class StatePoller:
         state = build_state(self.spec, answers, self.elapsed())
         if self.states is not None:
             self._write_samples(answers)
+        if self.quorum is not None:
+            self._write_quorum(state)
         with self._lock:
             self._latest = state
             self.polls += 1
@@ -242,6 +257,15 @@ class StatePoller:
                 except OSError as exc:  # the writer closed under us at shutdown
                     log.debug("states writer: %s", exc)
                     return
+
+    def _write_quorum(self, state: ClusterState) -> None:
+        assert self.quorum is not None
+        for c in state.quorum.values():
+            try:
+                self.quorum.write(c.id, c.epoch, c.leader, c.active, c.hw, c.committed)
+            except (OSError, ValueError) as exc:  # the writer closed under us at shutdown
+                log.debug("quorum writer: %s", exc)
+                return
 
     def _loop(self) -> None:
         while not self._stop.is_set():

@@ -45,7 +45,7 @@ class TopicSpec:
 @dataclass(frozen=True)
 class ClusterSpec:
     brokers: int = 3
-    controllers: int = 1
+    controllers: int = 3  # the KRaft controller quorum's size (issue 13: 3 by default)
     topics: tuple[TopicSpec, ...] = ()
     switches: dict[str, str] = field(default_factory=dict)  # validated by the broker
     # The Kafka release whose behaviour the cluster emulates (broker_app/kafka_versions.py);

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker_app.metadata.image import MetadataImage
 from broker_app.sim.cluster import CLIENT, SimCluster
 from broker_app.sim.quorum import CONTROLLER_ID_BASE
 from broker_app.storage.topic_partition import TopicPartition
@@ -50,16 +51,22 @@ def node_name(n: Node) -> str:
     return CLIENT if n.kind == "client" else f"{n.kind}-{n.id}"
 
 
+def controller_image(cluster: SimCluster) -> MetadataImage | None:
+    """The active controller's image as its /state serves it: a quorum's committed image (the
+    uncommitted tail may still be undone by a failover), else the one controller's; None when
+    no controller is active."""
+    ctl = cluster.controller
+    if not ctl.process.up or ctl.controller is None:
+        return None
+    raft = getattr(ctl, "raft", None)
+    return raft.committed_image if raft is not None else ctl.controller.image
+
+
 def cluster_state(cluster: SimCluster, elapsed_s: float) -> ClusterState:
     """What the run's state poller would see: the controller's partitions, and each live,
     unpaused broker's own replicas."""
-    ctl = cluster.controller
-    if ctl.process.up and ctl.controller is not None:
-        # A quorum's active controller: its committed image, as its /state serves it (the
-        # uncommitted tail may still be undone by a failover).
-        raft = getattr(ctl, "raft", None)
-        image = raft.committed_image if raft is not None else ctl.controller.image
-    else:  # the harness would see the brokers' (possibly stale) metadata
+    image = controller_image(cluster)
+    if image is None:  # the harness would see the brokers' (possibly stale) metadata
         images = [b.loader.image for b in cluster.brokers.values() if b.up]
         image = max(images, key=lambda i: i.offset) if images else None
     partitions: dict[str, PartitionState] = {}
@@ -87,7 +94,7 @@ def cluster_state(cluster: SimCluster, elapsed_s: float) -> ClusterState:
         ids, active = tuple(sorted(int(n.split("-")[1]) for n in cluster.controllers)), \
             (known[0] if known else None)
     else:
-        ids, active = (1,), (1 if ctl.process.up else None)
+        ids, active = (1,), (1 if cluster.controller.process.up else None)
     return ClusterState(
         brokers=tuple(sorted(cluster.brokers)), alive=alive, partitions=partitions,
         controllers=ids, controller=active, elapsed_s=elapsed_s, quorum=quorum,

@@ -30,7 +30,7 @@ from harness.checker.history import INFORMATIONAL
 from harness.metadata_check import committed_log_divergence, committed_records
 from harness.plan.model import Plan, Step
 from harness.sim.config import broker_configs, controller_config
-from harness.sim.nemesis import FiredStep, SimNemesis, cluster_state
+from harness.sim.nemesis import FiredStep, SimNemesis, cluster_state, controller_image
 from harness.sim.workload import ClientContext, Drainer, SimConsumer, SimProducer
 from harness.store.history import HISTORY_FILE, HistoryWriter
 from harness.store.results import write_results
@@ -82,19 +82,27 @@ def _wait(cluster: SimCluster, condition: Any, timeout_ms: int) -> bool:
 
 
 def _all_registered(cluster: SimCluster) -> bool:
-    ctl = cluster.controller.controller
-    return ctl is not None and all(
-        (b := ctl.image.brokers.get(i)) is not None and not b.fenced for i in cluster.brokers
+    image = controller_image(cluster)
+    return image is not None and all(
+        (b := image.brokers.get(i)) is not None and not b.fenced for i in cluster.brokers
     )
 
 
-def _settled(cluster: SimCluster) -> bool:
-    """Every partition led, with every replica in the ISR, in the controller's image."""
-    ctl = cluster.controller.controller
-    if ctl is None:
+def _settled(cluster: SimCluster, partitions: int = 0) -> bool:
+    """Every partition (at least `partitions` of them: a quorum's committed image may not
+    hold the topics just created yet) led, with every replica in the ISR, in the
+    controller's (committed) image."""
+    image = controller_image(cluster)
+    if image is None or sum(1 for _ in image.all_partitions()) < partitions:
         return False
-    for _t, _i, reg in ctl.image.all_partitions():
+    for t, i, reg in image.all_partitions():
         if reg.leader < 0 or set(reg.isr) != set(reg.replicas):
+            return False
+        # ... and the leader knows it (a quorum commits before brokers fetch the news).
+        b = cluster.brokers.get(reg.leader)
+        p = b.replica_manager.get_partition(t.name, i) \
+            if b is not None and b.replica_manager is not None else None
+        if p is None or not p.is_leader or p.leader_epoch != reg.leader_epoch:
             return False
     return True
 
@@ -117,7 +125,8 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     bad = [r for r in resp.results if r.error != 0]
     if bad:
         raise SimAborted(f"CreateTopics failed: {bad}")
-    if not _wait(cluster, lambda: _settled(cluster), STARTUP_TIMEOUT_MS):
+    expected = sum(t.partitions for t in plan.cluster.topics)
+    if not _wait(cluster, lambda: _settled(cluster, expected), STARTUP_TIMEOUT_MS):
         raise SimAborted("topics did not get leaders within 30 s (virtual)")
 
     path = out_dir / HISTORY_FILE
@@ -152,7 +161,7 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
         for c in consumers:
             c.stopped = True
         cluster.heal_all()
-        _wait(cluster, lambda: _settled(cluster), int(plan.settle.timeout_s * 1000))
+        _wait(cluster, lambda: _settled(cluster, expected), int(plan.settle.timeout_s * 1000))
         drainer = Drainer(ctx, all_partitions(plan.cluster), int(plan.drain.idle_s * 1000))
         drainer.start()
         _wait(cluster, lambda: drainer.finished, int(plan.drain.timeout_s * 1000))
@@ -176,11 +185,11 @@ def replica_divergence(cluster: SimCluster) -> dict[str, dict[int, dict[str, str
     from broker_app.storage.topic_partition import TopicPartition
     from harness.replica_logs import diverged_offsets
 
-    ctl = cluster.controller.controller
-    if ctl is None:
+    image = controller_image(cluster)
+    if image is None:
         return {}
     out: dict[str, dict[int, dict[str, str]]] = {}
-    for t, idx, reg in ctl.image.all_partitions():
+    for t, idx, reg in image.all_partitions():
         tp = TopicPartition(t.name, idx)
         disks = {f"broker-{b}": d for b in reg.isr
                  if (d := cluster.brokers[b].disk.partitions.get(tp)) is not None}  # fmt: skip

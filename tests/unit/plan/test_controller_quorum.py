@@ -174,10 +174,13 @@ def test_a_bad_controller_target_names_the_field(write_plan: WritePlan, step: st
 
 
 def test_a_condition_naming_a_missing_controller_fails(write_plan: WritePlan) -> None:
-    text = BASE + ("  - name: w\n    when: controller(2).committed > 0\n    timeout: 5\n"
-                   "    action: kill\n    target: active-controller\n    duration: 1\n")
+    text = BASE.replace("  brokers: 3\n", "  brokers: 3\n  controllers: 1\n") + (
+        "  - name: w\n    when: controller(2).committed > 0\n    timeout: 5\n"
+        "    action: kill\n    target: active-controller\n    duration: 1\n")
     with pytest.raises(PlanError, match="no controller 2"):
-        load_plan(write_plan(text))  # cluster.controllers defaults to 1 in the plan model
+        load_plan(write_plan(text))
+    # Without cluster.controllers a plan has the default quorum of 3.
+    assert load_plan(write_plan(BASE)).cluster.controllers == 3
 
 
 # ------------------------------------------------------------------- build_state from /state
@@ -186,8 +189,9 @@ def _quorum_answer(node_id: int, epoch: int, leader: int | None, committed: int,
                    topics: dict) -> dict:
     return {"node_id": node_id, "metadata_offset": committed - 1, "metadata_digest": "d",
             "image": {"topics": topics},
-            "quorum": {"node_id": node_id, "voters": [1, 2, 3], "epoch": epoch,
-                       "leader_id": leader if leader is not None else -1,
+            # KRaft node ids (3000 + c in containers): the state numbers controllers by c.
+            "quorum": {"node_id": 3000 + node_id, "voters": [3001, 3002, 3003], "epoch": epoch,
+                       "leader_id": 3000 + leader if leader is not None else -1,
                        "state": "LeaderState" if leader == node_id else "FollowerState",
                        "active": leader == node_id, "high_watermark": committed,
                        "log_start_offset": 0, "log_end_offset": committed + 1,
@@ -217,7 +221,7 @@ def test_build_state_reads_the_quorum_and_the_active_controllers_image() -> None
 
 
 def test_build_state_with_a_single_controller_without_raft() -> None:
-    spec = ClusterSpec(brokers=3, topics=(TopicSpec("t", 1, 3),))
+    spec = ClusterSpec(brokers=3, controllers=1, topics=(TopicSpec("t", 1, 3),))
     image = {"t": {"partitions": {"0": {"leader": 1, "leader_epoch": 0, "replicas": [1, 2, 3],
                                         "isr": [1, 2, 3]}}}}
     state = build_state(spec, {"controller": {"metadata_offset": 3, "image": {"topics": image}}})
@@ -225,3 +229,22 @@ def test_build_state_with_a_single_controller_without_raft() -> None:
     assert state.partitions["t-0"].leader == 1
     assert build_state(spec, {}).controller is None
 
+
+
+def test_the_random_nemesis_hits_controllers(write_plan: WritePlan) -> None:
+    from harness.plan.random_nemesis import generate
+
+    text = BASE.split("faults:")[0] + (
+        "nemesis:\n  mode: random\n  seed: 3\n  kinds: [kill, pause, partition]\n"
+        "  targets: [active-controller, random-controller]\n  interval_s: 2\n"
+        "  fault_duration_s: 2\n  duration_s: 120\n")
+    steps = generate(load_plan(write_plan(text)))
+    kinds = {(s.target or s.src or s.dst).kind for s in steps if s.action != "partition"}
+    assert kinds == {"active-controller", "random-controller"}
+    cut = [s for s in steps if s.action == "partition"]
+    assert cut and all(s.target.kind in ("active-controller", "random-controller") for s in cut)
+    # Resolved on a quorum state: they name controllers, never brokers.
+    state = with_quorum(cs(1, 5, 2), cs(2, 5, 2), cs(3, 5, 2))
+    for i, s in enumerate(steps):
+        nodes = resolve(s.target, state, random.Random(i))
+        assert all(n.kind == "controller" for n in nodes)
