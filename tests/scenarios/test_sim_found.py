@@ -21,6 +21,8 @@ CASES = [
     ("targeted-nostrict-minimal.yaml", 7, "uncommitted-read", {"cluster.kafka_version": "3.7"}),
     ("targeted-kip101-minimal.yaml", 112, "diverged-offsets",
      {"cluster.switches.truncation": "kip-279"}),
+    ("targeted-hwtrunc-minimal.yaml", 1, "lost-write",
+     {"cluster.switches.truncation": "kip-279"}),
     ("targeted-unclean-minimal.yaml", 13, "lost-write",
      {"cluster.switches.unclean-leader-election": "false"}),
 ]
