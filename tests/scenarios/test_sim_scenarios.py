@@ -5,8 +5,10 @@ no containers; the same interleavings as tests/scenarios/test_docker_scenarios.p
 one container run per scenario.
 
 L2's mode judges the divergence on the replicas' files (`diverged_offsets`), which the
-simulator's in-memory logs do not write: here the divergence is asserted as clients see it
-(inconsistent-offset > 0 in legacy; == 0 is already part of the fixed mode's `expected`).
+simulator's in-memory logs do not write: here the mode's `diverged_offsets` is judged on the
+simulator's own count of it (SimResult.diverged: offsets where two in-sync replicas' disks
+differ after the settle), and legacy's divergence is also asserted as clients see it
+(inconsistent-offset > 0; == 0 is already part of the fixed mode's `expected`).
 """
 
 from __future__ import annotations
@@ -42,5 +44,9 @@ def test_scenario_mode_on_the_simulator(tmp_path: Path, sid: str, mode: str) -> 
     outcome = judge(spec, r.results)
     assert outcome.reproduced, f"{sid} {mode}: {outcome.why}; {r.results['anomalies']}"
     assert r.results["stats"]["acked"] > 0
+    wanted = base.modes[mode].diverged_offsets
+    if wanted is not None:
+        diverged = sum(len(offsets) for offsets in r.diverged.values())
+        assert wanted.holds(diverged), f"{sid} {mode}: diverged offsets {diverged}, {wanted}"
     if sid == "L2" and mode == "legacy":
         assert r.results["anomalies"]["inconsistent-offset"]["count"] > 0
