@@ -23,6 +23,8 @@ CASES = [
      {"cluster.switches.truncation": "kip-279"}),
     ("targeted-hwtrunc-minimal.yaml", 1, "lost-write",
      {"cluster.switches.truncation": "kip-279"}),
+    ("targeted-logend-minimal.yaml", 1, "uncommitted-read",
+     {"cluster.switches.consumer-visibility": "high-watermark"}),
     ("targeted-unclean-minimal.yaml", 13, "lost-write",
      {"cluster.switches.unclean-leader-election": "false"}),
 ]
