@@ -61,6 +61,7 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
         cluster = self.cluster(m["cluster"][1], "cluster")
         workload = self.workload(m["workload"][1], "workload")
         faults = self.faults(m["faults"][1], "faults") if "faults" in m else ()
+        self.check_group_steps(faults, workload)
         nemesis = NemesisSpec()
         if "nemesis" in m:
             nemesis = self.nemesis(m["nemesis"][1], "nemesis", cluster)

@@ -80,6 +80,9 @@ class ClusterState:
     controllers: tuple[int, ...] = (1,)
     controller: int | None = None  # the active controller, when known
     elapsed_s: float = 0.0
+    #: internal topics' partitions (`__consumer_offsets-<n>`), kept apart from `partitions`
+    #: (the workload's, which conditions and reports are about); group targets resolve here
+    internal: dict[str, PartitionState] = field(default_factory=dict)
 
     def partition(self, name: str) -> PartitionState | None:
         return self.partitions.get(name)

@@ -2,7 +2,8 @@
 
 A `Target` is what a plan writes (`leader: t-0`, `follower: t-0` + `index`, `followers: t-0`,
 `broker: 2`, `brokers: [1, 2]`, `controller`, `random`, `majority`, `minority`, `all`,
-`client`, `rest`, `step: <name>`). `resolve` turns it into concrete `Node`s on one
+`client`, `rest`, `step: <name>`, `coordinator: <group>`,
+`coordinator-followers: <group>`). `resolve` turns it into concrete `Node`s on one
 `ClusterState` snapshot, using the given RNG for the random kinds; it is a pure function, so
 a run that derives its RNG from the plan's seed (see `step_rng`) resolves reproducibly.
 
@@ -15,7 +16,10 @@ Meaning of each kind:
 - controller: the active controller;
 - client: the harness's clients (only as an end of a link: `from:`/`to:`);
 - rest: every broker and controller not on the other side (only in peers/from/to);
-- step: the nodes an earlier step resolved to (e.g. start what `kill-leader` killed).
+- step: the nodes an earlier step resolved to (e.g. start what `kill-leader` killed);
+- coordinator / coordinator-followers: the group coordinator of a consumer group, i.e. the
+  leader of its `__consumer_offsets` partition (Kafka's partitionFor: the group id's Java
+  hash modulo the topic's partition count), or that partition's followers.
 """
 
 from __future__ import annotations
@@ -24,12 +28,16 @@ import random
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from broker_app.coordinator.records import partition_for
 from harness.plan.errors import ResolutionError
 from harness.plan.state import CLIENT, ClusterState, Node, broker, controller
 
 # Kinds written as a bare word, and kinds written as `kind: value`.
 SCALAR_KINDS = ("controller", "random", "majority", "minority", "all", "client", "rest")
-MAPPING_KINDS = ("leader", "follower", "followers", "broker", "brokers", "step")
+MAPPING_KINDS = ("leader", "follower", "followers", "broker", "brokers", "step", "coordinator",
+                 "coordinator-followers")
+GROUP_KINDS = ("coordinator", "coordinator-followers")
+OFFSETS_TOPIC = "__consumer_offsets"
 ROLE_KINDS = SCALAR_KINDS + MAPPING_KINDS
 
 
@@ -40,6 +48,7 @@ class Target:
     index: int = 0  # follower
     brokers: tuple[int, ...] = ()  # broker / brokers
     step: str | None = None  # step
+    group: str | None = None  # coordinator / coordinator-followers
 
     def __str__(self) -> str:
         if self.kind in ("leader", "followers"):
@@ -50,6 +59,8 @@ class Target:
             return "broker " + ",".join(map(str, self.brokers))
         if self.kind == "step":
             return f"nodes of step {self.step}"
+        if self.kind in GROUP_KINDS:
+            return f"{self.kind} of group {self.group}"
         return self.kind
 
 
@@ -128,11 +139,35 @@ def resolve(
         if not rest:
             raise ResolutionError("'rest' is empty: the other side holds every node")
         return rest
+    if k in GROUP_KINDS:
+        return _resolve_coordinator(target, state)
     if k == "step":
         if steps is None or target.step not in steps:
             raise ResolutionError(f"step {target.step!r} has not run yet")
         return steps[target.step]
     raise ResolutionError(f"unknown target kind {k!r}")
+
+
+def offsets_partition(group: str, state: ClusterState) -> str:
+    """The name of `group`'s `__consumer_offsets` partition on `state` (ResolutionError while
+    the topic does not exist yet: no consumer of any group asked for a coordinator)."""
+    count = sum(1 for name in state.internal if name.rpartition("-")[0] == OFFSETS_TOPIC)
+    if count == 0:
+        raise ResolutionError(f"{OFFSETS_TOPIC} does not exist yet (no group coordinator)")
+    return f"{OFFSETS_TOPIC}-{partition_for(group, count)}"
+
+
+def _resolve_coordinator(target: Target, state: ClusterState) -> tuple[Node, ...]:
+    assert target.group is not None
+    name = offsets_partition(target.group, state)
+    p = state.internal.get(name)
+    if p is None or p.leader is None:
+        raise ResolutionError(f"{name} (group {target.group}) has no leader")
+    if target.kind == "coordinator":
+        return (broker(p.leader),)
+    if not p.followers():
+        raise ResolutionError(f"{name} (group {target.group}) has no followers")
+    return tuple(broker(b) for b in sorted(p.followers()))
 
 
 def _order(n: Node) -> tuple[str, int]:
