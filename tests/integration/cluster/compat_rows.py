@@ -33,7 +33,9 @@ ROWS = [*(f"produce ({c})" for c in CODECS), "consume", "metadata", "list offset
         "create/delete topic", "create partitions", "describe configs", "alter configs",
         "delete records", "describe log dirs", "describe cluster", "elect leaders",
         "list/alter reassignments", "subscribe with a group + commit",
-        "list/describe/delete groups", "transactions"]  # fmt: skip
+        "list/describe/delete groups", "fetch from follower (client.rack)",
+        "transactions"]  # fmt: skip
+FOLLOWER_ROW = "fetch from follower (client.rack)"
 CLIENTS = ["confluent-kafka", "kafka-python", "aiokafka", "kcat"]
 Row = Callable[[str, str], "str | None"]
 VALUES = [b"r0", b"r1", b"r2"]
@@ -79,9 +81,22 @@ def _ck_admin(bs: str) -> cka.AdminClient:
     return cka.AdminClient({"bootstrap.servers": bs})
 
 
-def _ck_consume(bs: str, topic: str, n: int, group: str | None = None) -> list[bytes]:
+def rack_of(broker_id: int) -> str:
+    """The broker.rack test_client_compat.py gives broker `broker_id` (KIP-392 rows)."""
+    return f"rack-{broker_id}"
+
+
+def follower_rack(bs: str, topic: str) -> str:
+    """The rack of a follower of `topic`-0: a consumer there is sent to that follower."""
+    part = _ck_admin(bs).list_topics(topic, timeout=10).topics[topic].partitions[0]
+    return rack_of(next(r for r in part.replicas if r != part.leader))
+
+
+def _ck_consume(bs: str, topic: str, n: int, group: str | None = None,
+                rack: str = "") -> list[bytes]:
     c = ck.Consumer({"bootstrap.servers": bs, "group.id": group or _new_name(),
-                     "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                     "client.rack": rack})  # fmt: skip
     try:
         if group is None:
             c.assign([ck.TopicPartition(topic, 0, 0)])
@@ -114,6 +129,10 @@ def ck_produce(codec: str) -> Row:
 
 def ck_consume(bs: str, topic: str) -> None:
     _check(_ck_consume(bs, topic, 3) == VALUES, "records")
+
+
+def ck_follower(bs: str, topic: str) -> None:
+    _check(_ck_consume(bs, topic, 3, rack=follower_rack(bs, topic)) == VALUES, "records")
 
 
 def ck_metadata(bs: str, topic: str) -> None:
@@ -223,9 +242,11 @@ def _kp_admin(bs: str) -> kp.KafkaAdminClient:
     return kp.KafkaAdminClient(bootstrap_servers=bs, request_timeout_ms=15000)
 
 
-def _kp_consume(bs: str, topic: str, n: int, group: str | None = None) -> list[bytes]:
+def _kp_consume(bs: str, topic: str, n: int, group: str | None = None,
+                rack: str = "") -> list[bytes]:
     c = kp.KafkaConsumer(bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
-                         enable_auto_commit=False, consumer_timeout_ms=15000)  # fmt: skip
+                         enable_auto_commit=False, consumer_timeout_ms=15000,
+                         client_rack=rack)  # fmt: skip
     try:
         if group is None:
             c.assign([kp.TopicPartition(topic, 0)])
@@ -257,6 +278,10 @@ def kp_produce(codec: str) -> Row:
 
 def kp_consume(bs: str, topic: str) -> None:
     _check(_kp_consume(bs, topic, 3) == VALUES, "records")
+
+
+def kp_follower(bs: str, topic: str) -> None:
+    _check(_kp_consume(bs, topic, 3, rack=follower_rack(bs, topic)) == VALUES, "records")
 
 
 def kp_metadata(bs: str, topic: str) -> None:
@@ -389,9 +414,10 @@ def _aio(coro_fn: Callable[..., Any]) -> Row:
     return row
 
 
-async def _aio_consume(bs: str, topic: str, n: int, group: str | None = None) -> list[bytes]:
+async def _aio_consume(bs: str, topic: str, n: int, group: str | None = None,
+                       rack: str | None = None) -> list[bytes]:
     c = AIOKafkaConsumer(bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
-                         enable_auto_commit=False)  # fmt: skip
+                         enable_auto_commit=False, client_rack=rack)  # fmt: skip
     await c.start()
     try:
         if group is None:
@@ -432,6 +458,11 @@ def aio_produce(codec: str) -> Row:
 
 async def _aio_consume_row(bs: str, topic: str) -> None:
     _check(await _aio_consume(bs, topic, 3) == VALUES, "records")
+
+
+async def _aio_follower(bs: str, topic: str) -> None:
+    got = await asyncio.wait_for(_aio_consume(bs, topic, 3, rack=follower_rack(bs, topic)), 20)
+    _check(got == VALUES, "records")
 
 
 async def _aio_metadata(bs: str, topic: str) -> None:
@@ -572,6 +603,13 @@ def _kcat_consume(bs: str, topic: str, n: int) -> list[bytes]:
     return out.splitlines()
 
 
+def kcat_follower(bs: str, topic: str) -> None:
+    # no -e: the follower may answer an empty fetch (its HW not yet at 3) before the records
+    out = _kcat("-C", "-b", bs, "-t", topic, "-p", "0", "-o", "beginning", "-c", "3",
+                "-X", f"client.rack={follower_rack(bs, topic)}")
+    _check(out.splitlines() == VALUES, f"records {out!r}")
+
+
 def kcat_metadata(bs: str, topic: str) -> None:
     md = json.loads(_kcat("-L", "-b", bs, "-t", topic, "-J"))
     [t] = md["topics"]
@@ -609,6 +647,7 @@ TABLE: dict[str, dict[str, Row]] = {
         "describe cluster": ck_describe_cluster, "elect leaders": ck_elect_leaders,
         "list/alter reassignments": _na, "subscribe with a group + commit": ck_group,
         "list/describe/delete groups": ck_groups_admin, "transactions": ck_transactions,
+        FOLLOWER_ROW: ck_follower,
     },
     "kafka-python": {
         **{f"produce ({c})": kp_produce(c) for c in CODECS},
@@ -619,6 +658,7 @@ TABLE: dict[str, dict[str, Row]] = {
         "describe cluster": kp_describe_cluster, "elect leaders": kp_elect_leaders,
         "list/alter reassignments": kp_reassignments, "subscribe with a group + commit": kp_group,
         "list/describe/delete groups": kp_groups_admin, "transactions": kp_transactions,
+        FOLLOWER_ROW: kp_follower,
     },
     "aiokafka": {
         **{f"produce ({c})": aio_produce(c) for c in CODECS},
@@ -631,13 +671,13 @@ TABLE: dict[str, dict[str, Row]] = {
         "elect leaders": _na, "list/alter reassignments": _na,
         "subscribe with a group + commit": _aio(_aio_group),
         "list/describe/delete groups": _aio(_aio_groups_admin),
-        "transactions": _aio(_aio_transactions),
+        "transactions": _aio(_aio_transactions), FOLLOWER_ROW: _aio(_aio_follower),
     },
     # kcat's rows beyond these are admin features it does not have
     "kcat": {
         **{r: _na for r in ROWS},
         **{f"produce ({c})": kcat_produce(c) for c in CODECS},
         "consume": kcat_consume, "metadata": kcat_metadata,
-        "subscribe with a group + commit": kcat_group,
+        "subscribe with a group + commit": kcat_group, FOLLOWER_ROW: kcat_follower,
     },
 }  # fmt: skip
