@@ -221,8 +221,15 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
 
     def consumers(self, node: Node, path: str) -> ConsumerSpec:
         c = self.mapping(node, path, ("count", "poll_interval_ms", "partitions", "mode", "group",
-                                      "commit", "assignor", "max_poll_records"))
+                                      "commit", "assignor", "max_poll_records", "racks"))
         kw: dict[str, Any] = {}
+        if "racks" in c:
+            items = self.seq(c["racks"][1], f"{path}.racks")
+            racks = tuple(self.str_(n, join(f"{path}.racks", i)) for i, n in enumerate(items))
+            if not racks or not all(racks):
+                raise self.error(c["racks"][1], f"{path}.racks",
+                                 "a list of non-empty rack names (e.g. rack-2: broker 2's)")
+            kw["racks"] = racks
         if "count" in c:
             kw["count"] = self.int_(c["count"][1], f"{path}.count", 0, 1000)
         if "poll_interval_ms" in c:

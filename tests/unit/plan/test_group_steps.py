@@ -151,3 +151,16 @@ def test_the_container_plan_discriminates_by_mode() -> None:
     assert plan.expected["commit-regression"].holds(0)
     legacy_plan = load_plan(PLANS / "group-coordinator-kill.yaml", legacy)
     assert not legacy_plan.expected["commit-regression"].holds(0)
+
+
+def test_consumer_racks_give_each_slot_a_client_rack() -> None:
+    from harness.workload import _rack_config
+
+    plan = parse_plan(GROUP_PLAN.replace("group: hw-group}", "group: hw-group, "
+                                         "racks: [rack-2, rack-3]}"))
+    spec = plan.workload.consumers
+    assert [_rack_config(spec, i) for i in range(3)] == [
+        {"client.rack": "rack-2"}, {"client.rack": "rack-3"}, {"client.rack": "rack-2"}]
+    assert _rack_config(parse_plan(GROUP_PLAN).workload.consumers, 0) == {}
+    with pytest.raises(PlanError, match="non-empty rack names"):
+        parse_plan(GROUP_PLAN.replace("group: hw-group}", "group: hw-group, racks: []}"))
