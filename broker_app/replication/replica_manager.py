@@ -283,6 +283,11 @@ class ReplicaManager:
         Shared by the controller link and the simulator, so both apply metadata the same way."""
         changes = delta.local_changes(self.node_id)
         image = delta.new
+        static_min_isr = default_min_isr
+        # KIP-226: a dynamic min.insync.replicas (this broker's, else the cluster default)
+        # replaces the static default of topics that do not set their own.
+        default_min_isr = self._dynamic_min_isr(image, static_min_isr)
+        default_changed = default_min_isr != self._dynamic_min_isr(delta.old, static_min_isr)
         self._isr_eligible = image.is_live
         self._rack_of = lambda b: image.brokers[b].rack if b in image.brokers else None
         for (topic, p), reg in list(changes.leaders.items()) + list(changes.followers.items()):
@@ -302,7 +307,10 @@ class ReplicaManager:
         # A ConfigRecord changes no registration: re-read min.insync.replicas of what we host,
         # so an AlterConfigs takes effect on the next acks=all produce (Kafka's
         # DynamicConfigPublisher -> LogManager.updateTopicConfig).
-        for topic in delta.changed_topic_configs():
+        changed = set(delta.changed_topic_configs())
+        if default_changed:
+            changed |= {t for t, _ in self.partitions if t in image.topics}
+        for topic in sorted(changed):
             configs = image.topics[topic].configs
             self.set_topic_configs(topic, configs)
             min_isr = max(int(configs.get("min.insync.replicas", default_min_isr)), 1)
@@ -310,6 +318,10 @@ class ReplicaManager:
                 if name == topic and part.min_insync_replicas != min_isr:
                     part.min_insync_replicas = min_isr
                     self._hw_moved((name, part.partition))
+
+    def _dynamic_min_isr(self, image: Any, static: int) -> int:
+        value = image.broker_config(self.node_id, "min.insync.replicas")
+        return int(value) if value is not None else static
 
     def stop_replica(self, topic: str, partition: int, *, delete: bool = False) -> None:
         """Stop replicating `topic-partition`; with `delete` its log goes too (the topic was
