@@ -20,6 +20,9 @@ Definition (`metadata_divergence(answers)`):
 The shape is that of an anomaly in results.json (HISTORY.md: a metadata check reports under
 its own name): {"count", "by_partition", "examples"}, plus "reference" and "unknown".
 
+`with_log_check(images, logs)` adds the controllers' committed-log comparison
+(harness/metadata_log_check.py) to this result: "committed_log" and its count in "count".
+
 `wait_for_agreement(endpoints, timeout_s)` polls the nodes (harness.state_poller.fetch_state)
 until every endpoint answers and nothing differs, or the timeout passes, and returns the last
 result: images converge after the faults heal (a broker applies what the controller committed
@@ -101,3 +104,12 @@ def wait_for_agreement(endpoints: Callable[[], Mapping[str, str]], timeout_s: fl
         if waited >= timeout_s:
             return result
         time.sleep(interval_s)
+
+
+def with_log_check(images: Mapping[str, Any], logs: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's one `metadata-divergence` result: the image check's, with the controllers'
+    committed-log comparison (harness.metadata_log_check) under "committed_log" and its count
+    added to "count" (each differing node, and each committed record missing or different on
+    a voter, counts once)."""
+    return {**images, "count": int(images["count"]) + int(logs["count"]),
+            "committed_log": dict(logs)}

@@ -2,15 +2,18 @@
 
 Contract:
 - `StatePoller(endpoints, cluster_spec, states=None, ...)`: `endpoints()` returns
-  {"broker-<id>" | "controller": "127.0.0.1:<port>"} (called on every poll, so a restarted
+  {"broker-<id>" | "controller-<id>": "127.0.0.1:<port>"} (a lone "controller" counts as
+  controller 1; called on every poll, so a restarted
   container's new published port is picked up). Every `interval_s` the thread asks each of them,
   concurrently, with a bounded `timeout_s`; a node that does not answer (down, paused, cut off
   from the host) is simply absent from that poll.
 - Each poll becomes a `harness.plan.state.ClusterState` (`latest()`): leader, epoch, replicas
-  and ISR from the controller's metadata image when it answered, else from the answering broker
-  with the highest leader epoch (partition epoch) for that partition; per replica what its own
-  broker says (role, LEO, HW, epoch); `alive` = brokers that answered. `elapsed_s` comes from
-  `elapsed()` (the run's clock: seconds since the workload started).
+  and ISR from a controller's committed metadata image (the active controller's, else the most
+  advanced answering one's), else from the answering broker with the highest leader epoch
+  (partition epoch) for that partition; per replica what its own broker says (role, LEO, HW,
+  epoch); `alive` = brokers that answered; `quorum` = each answering controller's Raft view
+  (its /state "quorum") and `controller` the active one (state.active_controller).
+  `elapsed_s` comes from `elapsed()` (the run's clock: seconds since the workload started).
 - With `states` (a StatesWriter), every answering broker's replicas are appended to
   states.jsonl per poll (the report's HW/LEO timelines).
 - `poll_once()` does one poll synchronously (also what the thread calls); `start()`/`stop()`
@@ -29,8 +32,15 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from harness.cluster.topology import controller_index
 from harness.plan.model import ClusterSpec
-from harness.plan.state import ClusterState, PartitionState, ReplicaState
+from harness.plan.state import (
+    ClusterState,
+    ControllerState,
+    PartitionState,
+    ReplicaState,
+    active_controller,
+)
 from harness.store.states import ROLES, StatesWriter
 
 log = logging.getLogger(__name__)
@@ -51,6 +61,47 @@ def fetch_state(address: str, timeout_s: float) -> dict[str, Any] | None:
 def _broker_id(node: str) -> int | None:
     prefix, _, n = node.partition("-")
     return int(n) if prefix == "broker" and n.isdigit() else None
+
+
+def controller_id(node: str) -> int | None:
+    """The controller id a node name stands for: controller-<id>, or 1 for a lone
+    "controller"; None for anything else."""
+    if node == CONTROLLER:
+        return 1
+    prefix, _, n = node.partition("-")
+    return int(n) if prefix == CONTROLLER and n.isdigit() else None
+
+
+def _index(node_id: int) -> int:
+    """A KRaft controller node id as the plan numbers controllers (topology.controller_index:
+    node 3000 + c is controller c); an id outside that plan stays as it is."""
+    c = controller_index(node_id)
+    return node_id if c is None else c
+
+
+def quorum_view(cid: int, st: Mapping[str, Any]) -> ControllerState | None:
+    """Controller `cid`'s /state "quorum" as a ControllerState (leader and voters numbered as
+    the plan numbers controllers); None without one (a single controller without Raft) or when
+    it is malformed."""
+    q = st.get("quorum")
+    if not isinstance(q, dict):
+        return None
+    try:
+        leader, hw = q.get("leader_id"), q.get("high_watermark")
+        return ControllerState(
+            id=cid, epoch=int(q["epoch"]),
+            leader=_index(leader) if isinstance(leader, int) and leader >= 0 else None,
+            active=bool(q.get("active")), committed=int(q.get("committed_offset", 0)),
+            hw=int(hw) if isinstance(hw, int) else None, leo=int(q.get("log_end_offset", 0)),
+            voters=tuple(_index(int(v)) for v in q.get("voters") or ()),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _metadata_offset(st: Mapping[str, Any]) -> int:
+    v = st.get("metadata_offset")
+    return v if isinstance(v, int) else -1
 
 
 def _workload_partitions(st: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -83,7 +134,18 @@ def build_state(
             rank = (epoch, int(p.get("partition_epoch", -1)))
             if name not in best_view or rank > best_view[name][0]:
                 best_view[name] = (rank, p)
-    controller_topics = (answers.get(CONTROLLER) or {}).get("image", {}).get("topics") or {}
+    controllers = {c: st for n, st in answers.items() if (c := controller_id(n)) is not None}
+    quorum = {c: v for c, st in controllers.items() if (v := quorum_view(c, st)) is not None}
+    known = active_controller(quorum)
+    if quorum:
+        active = known[0] if known else None
+    else:
+        active = min(controllers) if controllers else None
+    # Every controller's image is its committed one: the active controller's is the newest.
+    source = controllers.get(active) if active is not None else None
+    if source is None and controllers:
+        source = max(controllers.values(), key=_metadata_offset)
+    controller_topics = ((source or {}).get("image") or {}).get("topics") or {}
     partitions: dict[str, PartitionState] = {}
     for topic in spec.topics:
         for i in range(topic.partitions):
@@ -109,9 +171,10 @@ def build_state(
         brokers=spec.broker_ids(),
         alive=frozenset(brokers),
         partitions=partitions,
-        controllers=(1,),
-        controller=1 if CONTROLLER in answers else None,
+        controllers=spec.controller_ids(),
+        controller=active,
         elapsed_s=elapsed_s,
+        quorum=quorum,
         internal=_internal_partitions(brokers, controller_topics),
     )
 

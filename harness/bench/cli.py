@@ -13,6 +13,9 @@ TARGETS: dict[str, tuple[str, str]] = {
     "proxy": ("harness.bench.proxy", "cluster cold start; produce through Toxiproxy vs direct"),
     "crash": ("harness.bench.crash", "issue 18 crash probe: kill leader/controller, re-led time, "
               "idle CPU, SIGTERM, acks=all lost"),
+    "controller-failover": ("harness.bench.controller_failover", "issue 13: kill the active "
+                            "KRaft controller N times under acks=all load: failover ms, lost, "
+                            "metadata divergence"),
     "fuzz": ("harness.bench.fuzz", "protocol fuzzer: mutated requests beside a good producer"),
     "startup": ("harness.bench.startup", "broker start-up on 10,000 partitions, low fd ulimit"),
     "snapshot": ("harness.bench.snapshot", "KIP-630 metadata snapshot size, write and load "

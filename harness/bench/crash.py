@@ -151,7 +151,7 @@ def _timed_wait(poller: Any, pred: Any, timeout_s: float) -> float | None:
 
 def _cycle(cluster: Any, poller: Any, args: argparse.Namespace, run: int, n: int,
            start_workload: Any) -> Cycle:
-    from harness.cluster.topology import CONTROLLER, broker_name
+    from harness.cluster.topology import broker_name, controller_name
     from harness.state_poller import settled
 
     kind = KINDS[n % len(KINDS)]
@@ -161,7 +161,7 @@ def _cycle(cluster: Any, poller: Any, args: argparse.Namespace, run: int, n: int
         if state is None:
             raise RuntimeError(f"cycle {n}: no partition leadership to start from")
         leader = state.partitions[f"{TOPIC}-0"].leader
-        victims = ([CONTROLLER] if "controller" in kind else []) + (
+        victims = ([controller_name(state.controller or 1)] if "controller" in kind else []) + (
             [broker_name(leader)] if "leader" in kind else [])
         c = Cycle(run, n, kind, victims)
         time.sleep(1.0)  # some acknowledged traffic before the crash

@@ -1,9 +1,11 @@
 """`highwater cluster up|status|down`: a cluster started by hand, left running between commands.
 
-- up [--brokers N] [--controller] [--run-id ID] [--disk-faults] [--broker-arg ARG ...]: starts
-  the cluster (labelled owner=detached), prints the run id, the bootstrap address (through the
-  proxies), the Toxiproxy API address and each node's own published port, then exits leaving it
-  up. Ctrl-C during start-up removes what was made.
+- up [--brokers N] [--controllers C | --controller] [--run-id ID] [--disk-faults]
+  [--broker-arg ARG ...]: starts the cluster (C KRaft controllers controller-1..C in one Raft
+  quorum, every link through its own proxy; --controller is C=1; neither: brokers alone),
+  labelled owner=detached; prints the run id, the bootstrap address (through the proxies), the
+  Toxiproxy API address and each node's own published port, then exits leaving it up. Ctrl-C
+  during start-up removes what was made.
 - status [--run-id ID]: every highwater run (or one), its containers, states and addresses.
 - down [--run-id ID]: removes the run (without --run-id: the only detached run, if exactly one).
 Exit codes: 0 ok, 1 error (message on stderr), 130 interrupted.
@@ -23,7 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="cluster_action", metavar="ACTION", required=True)
     up = sub.add_parser("up", help="start a cluster and leave it running")
     up.add_argument("--brokers", type=int, default=3)
-    up.add_argument("--controller", action="store_true", help="also start the controller")
+    ctl = up.add_mutually_exclusive_group()
+    ctl.add_argument("--controllers", type=int, default=None, metavar="C",
+                     help="start a KRaft quorum of C controllers (1, 3, 5...; max 9)")
+    ctl.add_argument("--controller", action="store_true", help="one controller (--controllers 1)")
     up.add_argument("--run-id", default=None, help="default: hw-<time>-<random>")
     up.add_argument("--disk-faults", action="store_true",
                     help="mount the FUSE disk-fault layer under each broker's data dir")
@@ -73,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.cluster_action == "up":
             cluster = Cluster(args.run_id, brokers=args.brokers, controller=args.controller,
+                              controllers=args.controllers,
                               broker_args=args.broker_arg, disk_faults=args.disk_faults,
                               detached=True)
             print(f"starting run {cluster.run_id} ...", file=sys.stderr, flush=True)

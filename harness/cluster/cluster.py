@@ -1,7 +1,8 @@
-"""A cluster of containers: Toxiproxy, an optional controller and N brokers, on a fresh network.
+"""A cluster of containers: Toxiproxy, an optional KRaft controller quorum and N brokers, on a
+fresh network.
 
 Contract:
-- Cluster(run_id, brokers=N, controller=False, images=None, store_dir=None, ...) is a context
+- Cluster(run_id, brokers=N, controllers=C, images=None, store_dir=None, ...) is a context
   manager; `with` (or up()/down()) creates a docker network and containers, all labelled
   highwater.run=<run id> (+ highwater.role, highwater.node, highwater.owner), and always removes
   them at the end: on exceptions, on Ctrl-C, on SIGTERM/SIGHUP (turned into KeyboardInterrupt),
@@ -12,9 +13,12 @@ Contract:
   and every client byte goes through a proxy. The Toxiproxy API is published on 127.0.0.1 too
   (`toxiproxy_api`), and `net` is a harness.net.Net over it. Each broker's own port is
   published as well (`direct_address(node)`): for benchmarks and debugging only.
-- Brokers reach peers and the controller only through their own proxies: they get
-  `--controller toxiproxy:<29000+id>` and `--peer <id>=toxiproxy:<20000+100*self+id>` when the
-  broker image supports those flags (probed with `broker --help`); until then they run alone.
+- C controllers (`controller-1`..`controller-C`; `controller=True` is C=1) run as one Raft
+  quorum, each with `--node-id 3000+c --controller-quorum-voters` naming the others at its own
+  proxies (topology.voters). Brokers reach peers and controllers only through their own
+  proxies: `--controller-quorum-bootstrap-servers` (their proxy to each controller) and
+  `--peer <id>=toxiproxy:<20000+100*self+id>` when the broker image supports those flags
+  (probed with `broker --help`); until then they run alone.
 - Process faults act on containers by node name: kill (SIGKILL), stop (SIGTERM, then SIGKILL after
   a timeout), start, restart, pause/resume (cgroup freezer). start/restart wait until the
   process says it listens again (bounded).
@@ -52,6 +56,9 @@ from harness.cluster.topology import (
     broker_id,
     broker_name,
     check_run_id,
+    controller_name,
+    controller_node_id,
+    is_controller,
 )
 from harness.net import Net
 
@@ -103,9 +110,13 @@ class Cluster:
         controller_args: Sequence[str] = (),
         detached: bool = False,
         ready_timeout_s: float = READY_TIMEOUT_S,
+        controllers: int | None = None,
     ) -> None:
+        """controllers: the quorum's size (None: 1 with controller=True, else 0)."""
         self.run_id = check_run_id(run_id or new_run_id())
-        self.topology = Topology(brokers, controller)
+        if controllers is None:
+            controllers = 1 if controller else 0
+        self.topology = Topology(brokers, controllers)
         self._images = dict(images) if images else None
         self.store_dir = Path(store_dir) if store_dir else None
         self.broker_args = list(broker_args)
@@ -151,8 +162,7 @@ class Cluster:
 
     def direct_address(self, node: str) -> str | None:
         """The node's own port as published on 127.0.0.1 (no proxy): benchmarks only."""
-        port = {CONTROLLER: CONTROLLER_PORT}.get(node, BROKER_PORT)
-        return self._published(self.container(node), port)
+        return self._published(self.container(node), _own_port(node))
 
     def published(self, node: str, port: int) -> str | None:
         """127.0.0.1:<host port> that `node`'s container `port` is published on, if any."""
@@ -196,8 +206,8 @@ class Cluster:
             )
             self.broker_flags = self._probe_broker_flags(images["broker"])
             self._start_toxiproxy(images["toxiproxy"])
-            if self.topology.controller:
-                self._create_controller(images["broker"])
+            for c in self.topology.controller_ids:
+                self._create_controller(images["broker"], c)
             for i in self.topology.broker_ids:
                 self._create_broker(images["broker"], i)
             for name in self.node_names():
@@ -257,8 +267,8 @@ class Cluster:
             raise ClusterError(f"no containers labelled {LABEL_RUN}={run_id}")
         by_node = {c.labels.get(LABEL_NODE, ""): c for c in found}
         brokers = sum(1 for c in found if c.labels.get(LABEL_ROLE) == "broker")
-        self = cls(run_id, brokers=max(brokers, 1), controller=CONTROLLER in by_node,
-                   images={})
+        controllers = sum(1 for c in found if c.labels.get(LABEL_ROLE) == CONTROLLER)
+        self = cls(run_id, brokers=max(brokers, 1), controllers=controllers, images={})
         self.owner = found[0].labels.get(LABEL_OWNER, "")
         self._client = client
         self._containers = by_node
@@ -267,8 +277,8 @@ class Cluster:
         return self
 
     def node_names(self) -> list[str]:
-        """The fault-able nodes (controller first, then brokers); not the Toxiproxy container."""
-        return [*([CONTROLLER] if self.topology.controller else []), *self.topology.broker_names]
+        """The fault-able nodes (controllers first, then brokers); not the Toxiproxy container."""
+        return [*self.topology.controller_names, *self.topology.broker_names]
 
     def container(self, node: str) -> Any:
         if node not in self._containers:
@@ -310,7 +320,7 @@ class Cluster:
                 f"broker image {image}: `highwater broker --help` failed: {exc}") from exc
         return {flag for flag in ("--controller", "--peer", "--advertised-host",
                                   "--advertised-port", "--offsets-topic-num-partitions",
-                                  "--broker-rack")
+                                  "--controller-quorum-bootstrap-servers", "--broker-rack")
                 if flag in out}
 
     def _start_toxiproxy(self, image: str) -> None:
@@ -337,17 +347,20 @@ class Cluster:
             self._client_ports[link.dst] = int(addr.rsplit(":", 1)[1])
         self.net = Net("127.0.0.1", self._api_port, self.topology.link_map())
 
-    def controller_command(self) -> list[str]:
-        return ["controller", "--port", str(CONTROLLER_PORT), "--host", "0.0.0.0",
-                "--data-dir", DATA_DIR, *self.controller_args]
+    def controller_command(self, c: int) -> list[str]:
+        """Controller c's command: one voter of the quorum, its peers at its own proxies."""
+        return ["controller", "--node-id", str(controller_node_id(c)),
+                "--port", str(CONTROLLER_PORT), "--host", "0.0.0.0",
+                "--advertised-host", controller_name(c), "--data-dir", DATA_DIR,
+                "--controller-quorum-voters", self.topology.voters(c), *self.controller_args]
 
     def extra_ports(self, role: str) -> dict[str, Any]:
         """Container ports a subclass publishes besides the role's own (none here): the hook
         that lets ObservedCluster publish its admin port without overriding container creation."""
         return {}
 
-    def _create_controller(self, image: str) -> None:
-        self._create(image, CONTROLLER, CONTROLLER, self.controller_command(),
+    def _create_controller(self, image: str, c: int) -> None:
+        self._create(image, controller_name(c), CONTROLLER, self.controller_command(c),
                      {f"{CONTROLLER_PORT}/tcp": ("127.0.0.1", None)})
 
     def broker_command(self, i: int) -> list[str]:
@@ -355,8 +368,12 @@ class Cluster:
         command = ["broker", "--node-id", str(i), "--port", str(BROKER_PORT), "--host", "0.0.0.0",
                    "--data-dir", DATA_DIR, "--advertised-host", "127.0.0.1",
                    "--advertised-port", str(self._client_ports[name])]
-        if self.topology.controller and "--controller" in self.broker_flags:
-            command += ["--controller", self.topology.controller_address(i)]
+        if self.topology.controllers:
+            if "--controller-quorum-bootstrap-servers" in self.broker_flags:
+                command += ["--controller-quorum-bootstrap-servers",
+                            self.topology.controller_bootstrap(i)]
+            elif "--controller" in self.broker_flags:
+                command += ["--controller", self.topology.controller_address(i, 1)]
         if "--peer" in self.broker_flags:
             for j in self.topology.broker_ids:
                 if j != i:
@@ -413,7 +430,7 @@ class Cluster:
         proxy_ips = {n.get("IPAddress") for n in networks.values() if n.get("IPAddress")}
         out: dict[str, dict[str, Any]] = {}
         for node in self.node_names():
-            port = CONTROLLER_PORT if node == CONTROLLER else BROKER_PORT
+            port = _own_port(node)
             try:
                 code, text = self.container(node).exec_run(
                     ["sh", "-c", "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null"])
@@ -511,8 +528,7 @@ class Cluster:
         out = []
         for name, container in sorted(self._containers.items()):
             role = container.labels.get(LABEL_ROLE, "")
-            port = {CONTROLLER: CONTROLLER_PORT, TOXIPROXY: TOXIPROXY_API_PORT}.get(
-                name, BROKER_PORT)
+            port = TOXIPROXY_API_PORT if name == TOXIPROXY else _own_port(name)
             direct = self._published(container, port)
             out.append(NodeInfo(name, role, container.name, container.status, direct))
         return out
@@ -643,6 +659,11 @@ class Cluster:
                 f"disk faults on {node}: the cluster was started without disk_faults=True "
                 "(the FUSE layer under the data dir)"
             )
+
+
+def _own_port(node: str) -> int:
+    """The port a node's process listens on inside its container."""
+    return CONTROLLER_PORT if is_controller(node) else BROKER_PORT
 
 
 def _ensure_images() -> dict[str, str]:

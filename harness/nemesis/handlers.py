@@ -37,8 +37,9 @@ class NemesisError(RuntimeError):
 
 
 def node_name(n: Node) -> str:
-    """The cluster's name for a plan node: broker-<id>, controller, client."""
-    return "controller" if n.kind == "controller" else str(n)
+    """The cluster's name for a plan node: broker-<id>, controller-<id>, client (the history's
+    nemesis ops carry these names; a run before issue 13 step 2 wrote "controller")."""
+    return str(n)
 
 
 @dataclass

@@ -45,6 +45,7 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
         super().__init__(source)
         self.partitions: dict[str, int] = {}  # name -> replication factor
         self.brokers: tuple[int, ...] = ()
+        self.controllers: tuple[int, ...] = (1,)
         self.notes: list[str] = []
 
 
@@ -91,8 +92,9 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
                                       "kafka_version"), required=("topics",))
         brokers = self.int_(m["brokers"][1], f"{path}.brokers", 1, 99) if "brokers" in m else 3
         controllers = (self.int_(m["controllers"][1], f"{path}.controllers", 1, 9)
-                       if "controllers" in m else 1)
+                       if "controllers" in m else ClusterSpec.controllers)
         self.brokers = tuple(range(1, brokers + 1))
+        self.controllers = tuple(range(1, controllers + 1))
         topics: list[TopicSpec] = []
         tpath = f"{path}.topics"
         items = self.seq(m["topics"][1], tpath)

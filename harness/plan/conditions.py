@@ -18,6 +18,17 @@ epoch(P) -> int; online(P) -> bool (has a leader); alive(B) -> bool.
 P is "<topic>-<partition>"; B a broker id. Followers are the replicas other than the leader
 in assignment order; `follower` without an index is follower 0.
 
+The KRaft controller quorum (from the controllers' /state "quorum", ClusterState.quorum):
+    controller.leader -> int: the active controller's id; controller.epoch -> int: the Raft
+    epoch it leads (both as the answering controllers know it: state.active_controller);
+    controller.committed / .hw / .leo / .active / .alive: the active controller's own report;
+    controller(N).committed, .hw, .leo, .epoch, .leader, .active, .alive: controller N's own
+    report (committed: offset below which its metadata is committed and applied; hw: its Raft
+    high watermark; leader: the leader it knows; alive: it answered the last poll).
+A controller that did not answer has unknown attributes (alive is false). Without any quorum
+view (a single controller without Raft) controller.leader is ClusterState.controller and
+the rest is unknown.
+
 Evaluation uses three-valued logic: a value nobody could report (no leader, broker down)
 is unknown; comparisons with unknown are unknown, and a condition that ends up unknown is
 not satisfied. `parse_condition` type-checks the whole expression and, given the plan's
@@ -32,7 +43,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from harness.plan.errors import ConditionError
-from harness.plan.state import ClusterState, PartitionState
+from harness.plan.state import ClusterState, PartitionState, active_controller
 
 Value = int | float | bool | frozenset[int] | None
 
@@ -46,7 +57,10 @@ _CMP = {"==", "!=", "<", "<=", ">", ">="}
 _KEYWORDS = {"and", "or", "not", "in", "true", "false"}
 _REPLICA_ATTRS = {"leo": "int", "hw": "int", "hw_checkpoint": "int", "epoch": "int", "id": "int",
                   "in_isr": "bool", "alive": "bool"}
-_FUNCTIONS = ("leader", "replica", "follower", "isr", "replicas", "epoch", "online", "alive")
+_FUNCTIONS = ("leader", "replica", "follower", "isr", "replicas", "epoch", "online", "alive",
+              "controller")
+_CONTROLLER_ATTRS = {"committed": "int", "hw": "int", "leo": "int", "epoch": "int",
+                     "leader": "int", "active": "bool", "alive": "bool"}
 
 
 @dataclass(frozen=True)
@@ -164,6 +178,36 @@ class _Alive(_Expr):
 
 
 @dataclass
+class _ControllerAttr(_Expr):
+    """controller.ATTR (which=None: the active controller) or controller(N).ATTR."""
+
+    which: int | None
+    attr: str
+    type: str
+    col: int
+
+    def eval(self, s: ClusterState) -> Value:
+        known = active_controller(s.quorum)
+        if self.which is None:
+            if self.attr == "leader":
+                return known[0] if known else (None if s.quorum else s.controller)
+            if self.attr == "epoch":
+                return known[1] if known else None
+            if known is None:
+                return None
+            cid = known[0]
+        else:
+            cid = self.which
+        if self.attr == "alive":
+            return cid in s.quorum if s.quorum else None
+        c = s.quorum.get(cid)
+        if c is None:
+            return None
+        return {"committed": c.committed, "hw": c.hw, "leo": c.leo, "epoch": c.epoch,
+                "leader": c.leader, "active": c.active}[self.attr]
+
+
+@dataclass
 class _Arith(_Expr):
     op: str
     left: _Expr
@@ -267,12 +311,14 @@ class _Parser:
         text: str,
         partitions: Mapping[str, int] | None,
         brokers: Collection[int] | None,
+        controllers: Collection[int] | None = None,
     ) -> None:
         self.text = text
         self.pos = 0
         self.buf: _Tok | None = None
         self.partitions = partitions  # name -> replication factor
         self.brokers = brokers
+        self.controllers = controllers
 
     # -- lexing (lazy, one token of lookahead, so partition names can be read raw) --
     def _lex(self) -> _Tok:
@@ -413,6 +459,8 @@ class _Parser:
                 return _Const(tok.text == "true", "bool", tok.col)
             if tok.text == "elapsed":
                 return _Elapsed(tok.col)
+            if tok.text == "controller":
+                return self.controller(tok)
             if tok.text in _FUNCTIONS:
                 return self.call(tok)
             if tok.text not in _KEYWORDS:
@@ -478,6 +526,33 @@ class _Parser:
             )
         return _ReplicaAttr(replica, attr.text, _REPLICA_ATTRS[attr.text], fn.col)
 
+    def controller(self, fn: _Tok) -> _Expr:
+        """controller.ATTR or controller(N).ATTR (after the word `controller`)."""
+        which: int | None = None
+        if self.accept("("):
+            tok = self.take()
+            if tok.kind != "num" or "." in tok.text:
+                raise ConditionError(f"expected a controller id, found {_describe(tok)}",
+                                     tok.col)
+            which = int(tok.text)
+            if self.controllers is not None and which not in self.controllers:
+                raise ConditionError(
+                    f"no controller {which} in this cluster (controllers: "
+                    f"{', '.join(map(str, sorted(self.controllers)))})", tok.col)
+            self.expect(")")
+        dot = self.peek()
+        if dot.text != ".":
+            raise ConditionError(
+                "controller needs an attribute: " + ", ".join(f".{a}" for a in _CONTROLLER_ATTRS),
+                dot.col)
+        self.take()
+        attr = self.take()
+        if attr.text not in _CONTROLLER_ATTRS:
+            raise ConditionError(
+                f"unknown controller attribute {attr.text!r} (known: "
+                f"{', '.join(_CONTROLLER_ATTRS)})", attr.col)
+        return _ControllerAttr(which, attr.text, _CONTROLLER_ATTRS[attr.text], fn.col)
+
     def follower_index(self, partition: str) -> int:
         if not self.accept(","):
             return 0
@@ -515,13 +590,15 @@ def parse_condition(
     text: str,
     partitions: Mapping[str, int] | None = None,
     brokers: Collection[int] | None = None,
+    *,
+    controllers: Collection[int] | None = None,
 ) -> Condition:
     """Parse and type-check `text`.
 
     partitions: known partition names -> replication factor (checks names and follower
-    indexes); brokers: known broker ids. Either may be None to skip that check.
-    Raises ConditionError with a 1-based column.
+    indexes); brokers: known broker ids; controllers: known controller ids. Any may be None
+    to skip that check. Raises ConditionError with a 1-based column.
     """
     if not isinstance(text, str) or not text.strip():
         raise ConditionError("empty condition", 1)
-    return Condition(text, _Parser(text, partitions, brokers).parse())
+    return Condition(text, _Parser(text, partitions, brokers, controllers).parse())

@@ -45,7 +45,7 @@ class TopicSpec:
 @dataclass(frozen=True)
 class ClusterSpec:
     brokers: int = 3
-    controllers: int = 1
+    controllers: int = 3  # the KRaft controller quorum's size (issue 13: 3 by default)
     topics: tuple[TopicSpec, ...] = ()
     switches: dict[str, str] = field(default_factory=dict)  # validated by the broker
     # The Kafka release whose behaviour the cluster emulates (broker_app/kafka_versions.py);
@@ -70,6 +70,11 @@ class ClusterSpec:
 
     def broker_ids(self) -> tuple[int, ...]:
         return tuple(range(1, self.brokers + 1))
+
+    def controller_ids(self) -> tuple[int, ...]:
+        """The KRaft controllers' node ids: 1..controllers (their own id space: controller 1
+        and broker 1 are different nodes, as Kafka's separate controller processes are)."""
+        return tuple(range(1, self.controllers + 1))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from harness.plan.targets import GROUP_KINDS, SCALAR_KINDS, Target
 
 
 def target_to_data(t: Target) -> Any:
+    if t.kind == "controller" and t.controller is not None:
+        return {"controller": t.controller}
     if t.kind in SCALAR_KINDS:
         return t.kind
     if t.kind == "follower":

@@ -31,7 +31,7 @@ MAX_SECONDS = 86_400.0
 MAX_OVERLAP = 10  # nemesis.overlap: superimposed random schedules
 MAX_TIMEOUT = 3_600.0
 RANDOM_TARGETS = ("leader", "follower", "followers", "random", "majority", "minority", "all",
-                  "controller")
+                  "controller", "active-controller", "random-controller")
 
 
 class StepsMixin:
@@ -139,7 +139,8 @@ class StepsMixin:
             return kw
         text = self.str_(knode, f"{path}.when")
         try:
-            kw["when"] = parse_condition(text, self.partitions, self.brokers)
+            kw["when"] = parse_condition(text, self.partitions, self.brokers,
+                                         controllers=self.controllers)
         except ConditionError as e:
             raise self.error(knode, f"{path}.when",
                              f"bad condition at column {e.column}: {e.message}") from e
@@ -211,6 +212,12 @@ class StepsMixin:
             return Target(kind, partition=p, index=index)
         if kind == "broker":
             return Target("broker", brokers=(self.broker_id(vnode, vpath),))
+        if kind == "controller":
+            c = self.int_(vnode, vpath)
+            if c not in self.controllers:
+                raise self.error(vnode, vpath, f"no controller {c}: controllers are "
+                                 f"1..{len(self.controllers)} (cluster.controllers)")
+            return Target("controller", controller=c)
         if kind == "brokers":
             items = self.seq(vnode, vpath)
             if not items:

@@ -1,9 +1,10 @@
 """Targets: nodes named by role, and their resolution to concrete nodes.
 
 A `Target` is what a plan writes (`leader: t-0`, `follower: t-0` + `index`, `followers: t-0`,
-`broker: 2`, `brokers: [1, 2]`, `controller`, `random`, `majority`, `minority`, `all`,
-`client`, `rest`, `step: <name>`, `coordinator: <group>`,
-`coordinator-followers: <group>`). `resolve` turns it into concrete `Node`s on one
+`broker: 2`, `brokers: [1, 2]`, `active-controller` (alias `controller`), `controller: 2`,
+`controllers`, `random-controller`, `random`, `majority`, `minority`, `all`, `client`, `rest`,
+`step: <name>`, `coordinator: <group>`, `coordinator-followers: <group>`). `resolve` turns it
+into concrete `Node`s on one
 `ClusterState` snapshot, using the given RNG for the random kinds; it is a pure function, so
 a run that derives its RNG from the plan's seed (see `step_rng`) resolves reproducibly.
 
@@ -13,7 +14,11 @@ Meaning of each kind:
 - broker / brokers: those broker ids; all: every broker;
 - random: one live broker; majority / minority: a random subset of all brokers of size
   n//2+1 / (n-1)//2 (Jepsen's split);
-- controller: the active controller;
+- active-controller (or the bare word `controller`, its alias): the active controller of the
+  KRaft quorum (ClusterState.controller);
+- controller: N: controller N (ids 1..cluster.controllers), whatever its role;
+- controllers: every controller; random-controller: one controller that answered the last
+  poll, or any configured one when none did (what the random nemesis draws to hit controllers);
 - client: the harness's clients (only as an end of a link: `from:`/`to:`);
 - rest: every broker and controller not on the other side (only in peers/from/to);
 - step: the nodes an earlier step resolved to (e.g. start what `kill-leader` killed);
@@ -33,9 +38,11 @@ from harness.plan.errors import ResolutionError
 from harness.plan.state import CLIENT, ClusterState, Node, broker, controller
 
 # Kinds written as a bare word, and kinds written as `kind: value`.
-SCALAR_KINDS = ("controller", "random", "majority", "minority", "all", "client", "rest")
-MAPPING_KINDS = ("leader", "follower", "followers", "broker", "brokers", "step", "coordinator",
-                 "coordinator-followers")
+SCALAR_KINDS = ("controller", "active-controller", "controllers", "random-controller", "random",
+                "majority", "minority", "all", "client", "rest")
+MAPPING_KINDS = ("leader", "follower", "followers", "broker", "brokers", "controller", "step",
+                 "coordinator", "coordinator-followers")
+ACTIVE_CONTROLLER = ("controller", "active-controller")  # the bare words naming the active one
 GROUP_KINDS = ("coordinator", "coordinator-followers")
 OFFSETS_TOPIC = "__consumer_offsets"
 ROLE_KINDS = SCALAR_KINDS + MAPPING_KINDS
@@ -48,6 +55,7 @@ class Target:
     index: int = 0  # follower
     brokers: tuple[int, ...] = ()  # broker / brokers
     step: str | None = None  # step
+    controller: int | None = None  # `controller: N`; None for the bare word (the active one)
     group: str | None = None  # coordinator / coordinator-followers
 
     def __str__(self) -> str:
@@ -59,6 +67,10 @@ class Target:
             return "broker " + ",".join(map(str, self.brokers))
         if self.kind == "step":
             return f"nodes of step {self.step}"
+        if self.kind == "controller" and self.controller is not None:
+            return f"controller {self.controller}"
+        if self.kind in ACTIVE_CONTROLLER:
+            return "active controller"
         if self.kind in GROUP_KINDS:
             return f"{self.kind} of group {self.group}"
         return self.kind
@@ -126,10 +138,22 @@ def resolve(
         if size == 0:
             raise ResolutionError(f"{n} broker(s) have no {k}")
         return tuple(broker(b) for b in sorted(rng.sample(sorted(state.brokers), size)))
-    if k == "controller":
+    if k == "controller" and target.controller is not None:
+        if target.controller not in state.controllers:
+            raise ResolutionError(f"no controller {target.controller} (controllers: "
+                                  f"{', '.join(map(str, state.controllers))})")
+        return (controller(target.controller),)
+    if k in ACTIVE_CONTROLLER:
         if state.controller is None:
             raise ResolutionError("no active controller known")
         return (controller(state.controller),)
+    if k == "controllers":
+        return tuple(controller(c) for c in sorted(state.controllers))
+    if k == "random-controller":
+        answered = sorted(set(state.controllers) & set(state.quorum)) or sorted(state.controllers)
+        if not answered:
+            raise ResolutionError("no controller to pick at random")
+        return (controller(rng.choice(answered)),)
     if k == "client":
         return (CLIENT,)
     if k == "rest":

@@ -184,7 +184,8 @@ class Runner:
 
     def _carry_out(self) -> None:
         from harness.client import ProcessIds, drain
-        from harness.metadata_check import wait_for_agreement
+        from harness.metadata_check import wait_for_agreement, with_log_check
+        from harness.metadata_log_check import check_collected, wait_for_caught_up
         from harness.nemesis import Nemesis
         from harness.plan.flags import process_flags
         from harness.run.observed import ObservedCluster
@@ -202,12 +203,13 @@ class Runner:
         try:
             broker_args, controller_args = process_flags(plan.cluster)
             cluster = ObservedCluster(
-                self.run_id, brokers=plan.cluster.brokers, controller=True,
+                self.run_id, brokers=plan.cluster.brokers, controllers=plan.cluster.controllers,
                 store_dir=self.run_dir.path, broker_args=broker_args,
                 disk_faults=self._needs_disk(), controller_args=controller_args,
             )
             print(f"highwater run: starting cluster {self.run_id} "
-                  f"({plan.cluster.brokers} brokers, controller, toxiproxy)")
+                  f"({plan.cluster.brokers} brokers, {plan.cluster.controllers} controller(s), "
+                  "toxiproxy)")
             with cluster:
                 poller = StatePoller(lambda: cluster.admin_endpoints(refresh=True), plan.cluster,
                                      states, elapsed=lambda: time.monotonic() - t_workload[0])
@@ -255,6 +257,10 @@ class Runner:
                                               METADATA_AGREEMENT_TIMEOUT_S)
                 if metadata["count"]:
                     print(f"highwater run: metadata images differ: {metadata['examples']}")
+                controllers = cluster.topology.controller_names
+                committed = wait_for_caught_up(
+                    {n: a for n, a in cluster.admin_endpoints(refresh=True).items()
+                     if n in controllers}, METADATA_AGREEMENT_TIMEOUT_S)
                 self.run_dir.write_meta(
                     metadata_divergence=metadata,
                     settled=settle_state is not None, drained=result.drained,
@@ -264,6 +270,11 @@ class Runner:
                     polls=poller.polls,
                 )
                 print("highwater run: collecting logs and data, removing the cluster")
+            # The controllers' committed logs, record by record, from the collected data dirs.
+            logs = check_collected(self.run_dir.path / "data", controllers, committed)
+            if logs["count"]:
+                print(f"highwater run: committed metadata logs differ: {logs['examples']}")
+            self.run_dir.write_meta(metadata_divergence=with_log_check(metadata, logs))
         finally:
             for thing in (progress, wl, nemesis, poller):
                 if thing is not None:

@@ -2,7 +2,7 @@
 
 Contract: like harness.cluster.Cluster, plus every broker and the controller run with
 `--admin-port ADMIN_PORT`, published on 127.0.0.1 of the host, and `admin_endpoints()` maps
-"broker-<id>"/"controller" to its current 127.0.0.1:<port>. The admin port is published
+"broker-<id>"/"controller-<id>" to its current 127.0.0.1:<port>. The admin port is published
 directly, not through Toxiproxy, on purpose: the harness must still see a node it cut off.
 A restarted container may get another host port, so endpoints are re-read (cached until an
 address stops answering, then refreshed at most once per REFRESH_S).
@@ -39,8 +39,8 @@ class ObservedCluster(Cluster):
     def broker_command(self, i: int) -> list[str]:
         return [*super().broker_command(i), "--admin-port", str(ADMIN_PORT)]
 
-    def controller_command(self) -> list[str]:
-        return [*super().controller_command(), "--admin-port", str(ADMIN_PORT)]
+    def controller_command(self, c: int) -> list[str]:
+        return [*super().controller_command(c), "--admin-port", str(ADMIN_PORT)]
 
     def extra_ports(self, role: str) -> dict[str, Any]:
         if role in ("broker", CONTROLLER):

@@ -20,7 +20,7 @@ from tests.unit.plan.states import three_brokers
 
 
 class FakeNet:
-    nodes = ["broker-1", "broker-2", "broker-3", "client", "controller"]
+    nodes = ["broker-1", "broker-2", "broker-3", "client", "controller-1"]
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
@@ -41,7 +41,7 @@ class FakeCluster:
         self.statuses: dict[str, str] = {}
 
     def node_names(self) -> list[str]:
-        return ["controller", "broker-1", "broker-2", "broker-3"]
+        return ["controller-1", "broker-1", "broker-2", "broker-3"]
 
     def status(self, n: str) -> str:
         return self.statuses.get(n, "running")
@@ -88,22 +88,22 @@ def test_link_action_hits_each_pair_and_undo_clears_only_its_kind(action, params
     fault, cluster = _fault(step)
     # t-0's leader is broker 2; rest = the other brokers and the controller.
     assert fault.nodes == ("broker-2->broker-1", "broker-2->broker-3",
-                           "broker-2->controller")
+                           "broker-2->controller-1")
     fault.act()
     name, *args = call
     assert cluster.net.calls == [(name, "broker-2", y, *args)
-                                 for y in ("broker-1", "broker-3", "controller")]
+                                 for y in ("broker-1", "broker-3", "controller-1")]
     cluster.net.calls.clear()
     assert fault.undo is not None
     fault.undo()
     assert cluster.net.calls == [("clear", "broker-2", y, ("kinds", (action,)))
-                                 for y in ("broker-1", "broker-3", "controller")]
+                                 for y in ("broker-1", "broker-3", "controller-1")]
 
 
 def test_partition_and_process_and_disk_faults() -> None:
     part, cluster = _fault(Step(action="partition", name="p", at=0,
                                 target=Target("leader", partition="t-0"), duration=2))
-    assert part.extra == {"peers": ["broker-1", "broker-3", "controller"]}
+    assert part.extra == {"peers": ["broker-1", "broker-3", "controller-1"]}
     part.act()
     part.undo()
     assert [c[0] for c in cluster.net.calls] == ["partition"] * 3 + ["heal"] * 3
