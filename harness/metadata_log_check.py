@@ -99,12 +99,17 @@ def committed_offsets(answers: Mapping[str, Mapping[str, Any] | None]) -> int:
 
 
 def check_collected(data_root: Path, controllers: list[str], committed: int) -> dict[str, Any]:
-    """compare_logs over `<data_root>/<controller>/` for each named controller."""
+    """compare_logs over each named controller's collected data dir: `<data_root>/<controller>/
+    data/` (as Cluster.collect_data writes it) or `<data_root>/<controller>/`."""
+    from broker_app.raft.file_log import METADATA_DIR
+
     logs: dict[str, LogView] = {}
     unreadable: dict[str, str] = {}
     for n in controllers:
+        # Cluster.collect_data keeps the data dir's own name: <root>/<node>/data/...
+        found = [d for d in (data_root / n / "data", data_root / n) if (d / METADATA_DIR).is_dir()]
         try:
-            logs[n] = read_log(data_root / n)
+            logs[n] = read_log(found[0] if found else data_root / n)
         except (OSError, ValueError) as exc:
             unreadable[n] = f"{type(exc).__name__}: {exc}"
     result = compare_logs(logs, committed)

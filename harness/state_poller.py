@@ -15,7 +15,8 @@ Contract:
   (its /state "quorum") and `controller` the active one (state.active_controller).
   `elapsed_s` comes from `elapsed()` (the run's clock: seconds since the workload started).
 - With `states` (a StatesWriter), every answering broker's replicas are appended to
-  states.jsonl per poll (the report's HW/LEO timelines).
+  states.jsonl per poll (the report's HW/LEO timelines); with `quorum` (a QuorumWriter),
+  every answering controller's quorum view to quorum.jsonl (the controller epoch timeline).
 - `poll_once()` does one poll synchronously (also what the thread calls); `start()`/`stop()`
   run and end the thread (stop is bounded).
 """
@@ -41,6 +42,7 @@ from harness.plan.state import (
     ReplicaState,
     active_controller,
 )
+from harness.store.quorum import QuorumWriter
 from harness.store.states import ROLES, StatesWriter
 
 log = logging.getLogger(__name__)
@@ -225,8 +227,10 @@ class StatePoller:
         elapsed: Callable[[], float] = lambda: 0.0,
         interval_s: float = 0.2,
         timeout_s: float = 0.5,
+        quorum: QuorumWriter | None = None,
     ) -> None:
         self.endpoints = endpoints
+        self.quorum = quorum
         self.spec = spec
         self.states = states
         self.elapsed = elapsed
@@ -259,6 +263,8 @@ class StatePoller:
         state = build_state(self.spec, answers, self.elapsed())
         if self.states is not None:
             self._write_samples(answers)
+        if self.quorum is not None:
+            self._write_quorum(state)
         with self._lock:
             self._latest = state
             self.polls += 1
@@ -289,6 +295,15 @@ class StatePoller:
                 except OSError as exc:  # the writer closed under us at shutdown
                     log.debug("states writer: %s", exc)
                     return
+
+    def _write_quorum(self, state: ClusterState) -> None:
+        assert self.quorum is not None
+        for c in state.quorum.values():
+            try:
+                self.quorum.write(c.id, c.epoch, c.leader, c.active, c.hw, c.committed)
+            except (OSError, ValueError) as exc:  # the writer closed under us at shutdown
+                log.debug("quorum writer: %s", exc)
+                return
 
     def _loop(self) -> None:
         while not self._stop.is_set():

@@ -22,7 +22,9 @@ leader's Raft high watermark, sampled every POLL_S while it is cut, must not mov
 commit without a majority); then the links heal and it rejoins.
 
 At the end the producers stop, the cluster settles and everything is read back with the
-harness's drain; `lost` = values acknowledged that no final read returned, attributed to the
+harness's drain; with --out the controllers' collected metadata logs are compared record by
+record below the committed offset (harness.metadata_log_check); `lost` = values acknowledged
+that no final read returned, attributed to the
 kill whose window (from its kill to the next one) they were sent in. Figures are printed and
 written with --json, never asserted. The failover figure is compared with the quorum's timers:
 a follower notices a dead leader after controller.quorum.fetch.timeout.ms without a successful
@@ -103,6 +105,7 @@ class Result:
     drained: bool = False
     drain_failed: dict[str, str] = field(default_factory=dict)
     final_metadata_divergence: int | None = None
+    committed_log: dict[str, Any] | None = None  # with --out: harness.metadata_log_check
     error: str | None = None
 
 
@@ -269,6 +272,7 @@ def _run(args: argparse.Namespace, out_dir: Path) -> Result:
     from harness.client import ProcessIds, drain
     from harness.cluster.cluster import new_run_id
     from harness.metadata_check import wait_for_agreement
+    from harness.metadata_log_check import check_collected, wait_for_caught_up
     from harness.plan.model import ClusterSpec, TopicSpec
     from harness.run.main import create_topics
     from harness.run.observed import ObservedCluster
@@ -313,6 +317,12 @@ def _run(args: argparse.Namespace, out_dir: Path) -> Result:
             final = wait_for_agreement(lambda: cluster.admin_endpoints(refresh=True),
                                        METADATA_WAIT_S)
             result.final_metadata_divergence = final["count"]
+            names = cluster.topology.controller_names
+            committed = wait_for_caught_up(
+                {n: a for n, a in cluster.admin_endpoints(refresh=True).items() if n in names},
+                METADATA_WAIT_S)
+        if keep is not None:  # the data dirs were collected: compare the committed logs
+            result.committed_log = check_collected(keep / "data", names, committed)
     except Exception as exc:
         result.error = result.error or f"{type(exc).__name__}: {exc}"
         print(f"ERROR: {result.error}", flush=True)
@@ -358,7 +368,10 @@ def summary(r: Result) -> list[str]:
         + (f" e.g. {r.lost[:10]}" if r.lost else "")
         + (f", drain failed {r.drain_failed}" if r.drain_failed else ""),
         f"metadata divergence after each kill: {[k.metadata_divergence for k in r.kills]}; "
-        f"at the end: {r.final_metadata_divergence}",
+        f"at the end: {r.final_metadata_divergence}; committed metadata logs: "
+        + (f"{r.committed_log['count']} record(s) missing or different below offset "
+           f"{r.committed_log['committed']}, unreadable {r.committed_log['unreadable'] or 'none'}"
+           if r.committed_log is not None else "not compared (needs --out)"),
     ]
     cut = [k for k in r.kills if k.old_hw_at_cut is not None]
     if cut:

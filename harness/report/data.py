@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.store import RunDir, StoreError
 from harness.store.history import read_history
+from harness.store.quorum import QUORUM_FILE, active_changes, read_quorum
 from harness.store.states import StateSample, read_states
 
 NS = 1e9
@@ -131,6 +132,8 @@ class RunData:
     end_s: float = 0.0
     states: dict[str, list[StateSample]] = field(default_factory=dict)
     leader_changes: dict[str, list[LeaderChange]] = field(default_factory=dict)
+    # (time s, active controller, Raft epoch) per new active controller (quorum.jsonl)
+    controller_changes: list[tuple[float, int, int]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -176,6 +179,9 @@ def load_run(run_dir: str | Path) -> RunData:
     for s in samples:
         data.states.setdefault(s.name, []).append(s)
     data.leader_changes = {p: leader_changes(ss) for p, ss in data.states.items()}
+    quorum, problems = read_quorum(run.path / QUORUM_FILE)
+    data.warnings += problems
+    data.controller_changes = active_changes(quorum)
     if samples:
         data.end_s = max(data.end_s, samples[-1].time / NS)
     data.faults = [

@@ -267,11 +267,20 @@ def _elections(data: RunData, limit: int = 40) -> str:
             out.append(f'<h3 id="elections-{_e(name)}">{_e(name)}</h3><table class="anomalies">'
                        "<tr><th>s</th><th>leader</th><th>epoch</th><th>ISR</th><th>ELR</th></tr>"
                        + "".join(rows[:limit]) + f"</table>{more}")
+    if data.controller_changes:
+        # The KRaft controller epoch timeline, beside the partitions' leader epochs.
+        rows = [f'<tr><td class="num">{t:.1f}</td><td>controller-{c}</td>'
+                f'<td class="num">{epoch}</td></tr>' for t, c, epoch in data.controller_changes]
+        more = f"<p>({len(rows) - limit} more)</p>" if len(rows) > limit else ""
+        out.insert(0, '<h3 id="elections-controller">KRaft controller</h3>'
+                   '<table class="anomalies"><tr><th>s</th><th>active controller</th>'
+                   "<th>Raft epoch</th></tr>" + "".join(rows[:limit]) + f"</table>{more}")
     if not out:
         return ""
     return ('<h2 id="elections">Leaders, ISR and ELR</h2><p>As each leader reported them: '
             "who was elected, the ISR, and the eligible leader replicas (KIP-966; empty before "
-            "Kafka 4.1).</p>" + "".join(out))
+            "Kafka 4.1); first the active KRaft controller and its Raft epoch, as the "
+            "controllers reported them.</p>" + "".join(out))
 
 
 def _replicas(data: RunData, examples: int = 20) -> str:

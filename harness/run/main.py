@@ -191,6 +191,7 @@ class Runner:
         from harness.run.observed import ObservedCluster
         from harness.run.progress import Progress
         from harness.state_poller import StatePoller, settled
+        from harness.store.quorum import QUORUM_FILE, QuorumWriter
         from harness.store.states import StatesWriter
         from harness.workload import all_partitions, workload_from_plan
 
@@ -198,6 +199,7 @@ class Runner:
         history = self.run_dir.history_writer()
         # One clock for history.jsonl and states.jsonl (the report overlays them).
         states = StatesWriter(self.run_dir.states_path, start_ns=history.start_ns)
+        quorum = QuorumWriter(self.run_dir.path / QUORUM_FILE, start_ns=history.start_ns)
         t_workload = [time.monotonic()]
         poller = wl = nemesis = progress = None
         try:
@@ -212,7 +214,8 @@ class Runner:
                   "toxiproxy)")
             with cluster:
                 poller = StatePoller(lambda: cluster.admin_endpoints(refresh=True), plan.cluster,
-                                     states, elapsed=lambda: time.monotonic() - t_workload[0])
+                                     states, elapsed=lambda: time.monotonic() - t_workload[0],
+                                     quorum=quorum)
                 poller.start()
                 create_topics(cluster.bootstrap, plan.cluster.topics)
                 if poller.wait_for(settled, plan.settle.timeout_s) is None:
@@ -284,6 +287,7 @@ class Runner:
                         pass
             history.close()
             states.close()
+            quorum.close()
 
     def _wait_workload_and_faults(self, wl: Any, nemesis: Any) -> None:
         expected = self.duration or self.plan.workload.duration_s()

@@ -114,3 +114,30 @@ def test_the_compose_files_match_the_topology() -> None:
             == t.controller_bootstrap(b)
         peers = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--peer"]
         assert peers == [f"{j}={t.peer_address(b, j)}" for j in t.broker_ids if j != b]
+
+
+def test_cluster_commands_wire_the_quorum_through_the_proxies() -> None:
+    from harness.cluster.cluster import Cluster
+    from harness.run.observed import ADMIN_PORT, ObservedCluster
+
+    c = ObservedCluster("unit", brokers=3, controllers=3, controller_args=["--kafka-version",
+                                                                          "4.1"])
+    assert c.node_names() == ["controller-1", "controller-2", "controller-3",
+                              "broker-1", "broker-2", "broker-3"]
+    cmd = c.controller_command(2)
+    assert cmd[cmd.index("--node-id") + 1] == "3002"
+    assert cmd[cmd.index("--controller-quorum-voters") + 1] == c.topology.voters(2)
+    assert cmd[-2:] == ["--admin-port", str(ADMIN_PORT)] and "4.1" in cmd
+    c._client_ports = {f"broker-{i}": 40000 + i for i in (1, 2, 3)}
+    c.broker_flags = {"--controller", "--peer", "--controller-quorum-bootstrap-servers"}
+    b = c.broker_command(3)
+    assert b[b.index("--controller-quorum-bootstrap-servers") + 1] \
+        == c.topology.controller_bootstrap(3)
+    assert "--controller" not in b
+    c.broker_flags = {"--controller"}  # an older broker image: its proxy to controller 1
+    b = c.broker_command(3)
+    assert b[b.index("--controller") + 1] == c.topology.controller_address(3, 1)
+    # controller=True is a quorum of one; neither: brokers alone.
+    assert Cluster("unit", brokers=1, controller=True).node_names() == ["controller-1",
+                                                                        "broker-1"]
+    assert Cluster("unit", brokers=1).node_names() == ["broker-1"]

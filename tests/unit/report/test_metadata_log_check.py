@@ -56,7 +56,8 @@ def test_offsets_under_a_snapshot_are_left_to_the_image_check() -> None:
 
 def test_read_log_and_check_collected_on_real_log_dirs(tmp_path: Path) -> None:
     write_log(tmp_path / "controller-1", [(1, [b"a", b"b"]), (2, [b"c"])])
-    write_log(tmp_path / "controller-2", [(1, [b"a", b"b"]), (2, [b"c"])])
+    # As Cluster.collect_data writes it: <root>/<node>/data/__cluster_metadata-0/
+    write_log(tmp_path / "controller-2" / "data", [(1, [b"a", b"b"]), (2, [b"c"])])
     write_log(tmp_path / "controller-3", [(1, [b"a", b"X"])])
     v = read_log(tmp_path / "controller-1")
     assert (v.start, v.end, v.records[2]) == (0, 3, (2, b"c"))

@@ -294,3 +294,45 @@ def test_report_shows_the_metadata_divergence_of_results(fixture_run) -> None:
     verdict = re.search(r'<div class="verdict (\w+)" id="verdict"><b>([\w-]+)</b>(.*?)</div>', html)
     assert verdict and verdict.group(1, 2) == ("bad", "unexpected"), html[:2000]
     assert "metadata-divergence == 0 (got 1)" in verdict.group(3)
+
+
+def test_report_shows_the_controller_epoch_timeline(tmp_path: Path) -> None:
+    """Issue 13: the active KRaft controller and its Raft epoch beside the leader epochs,
+    from quorum.jsonl (the run's poller writes it); a bad line is a warning, not a crash."""
+    from harness.plan.model import ClusterSpec
+    from harness.state_poller import StatePoller, build_state
+    from harness.store.quorum import QuorumWriter, active_changes, read_quorum
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with StatesWriter(run_dir / "states.jsonl", start_ns=0, clock=lambda: 0) as w:
+        w.write(1, "t", 0, "leader", 1, 0, 9, 9, [1, 2], time_ns=10**9)
+    q = QuorumWriter(run_dir / "quorum.jsonl", start_ns=0, clock=lambda: 0)
+    q.write(1, 1, 1, True, 5, 5, time_ns=10**9)
+    q.write(2, 1, 1, False, 5, 5, time_ns=10**9)
+    q.write(1, 1, 1, True, 6, 6, time_ns=2 * 10**9)  # same leader, same epoch: no new row
+    q.write(1, 1, 1, True, 6, 6, time_ns=4 * 10**9)  # the deposed leader, not yet resigned
+    q.write(3, 2, 3, True, 7, 7, time_ns=3 * 10**9)
+    q.close()
+    with open(run_dir / "quorum.jsonl", "a") as fh:
+        fh.write('{"time": 1, "controller": "x"}\n')
+    samples, problems = read_quorum(run_dir / "quorum.jsonl")
+    assert len(samples) == 5 and len(problems) == 1 and "controller" in problems[0]
+    assert active_changes(samples) == [(1.0, 1, 1), (3.0, 3, 2)]
+    html = write_report(run_dir).read_text()
+    table = html.split('id="elections-controller"', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr><td[^>]*>([\d.]+)</td><td>(controller-\d)</td><td[^>]*>(\d+)</td>",
+                      table)
+    assert rows == [("1.0", "controller-1", "1"), ("3.0", "controller-3", "2")]
+    assert html.index('id="elections-controller"') < html.index('id="elections-t-0"')
+
+    # The poller writes what it polled: one line per answering controller.
+    answer = {"quorum": {"epoch": 4, "leader_id": 3002, "active": True, "high_watermark": 9,
+                         "committed_offset": 9, "log_end_offset": 10}}
+    qw = QuorumWriter(tmp_path / "q.jsonl")
+    poller = StatePoller(lambda: {"controller-2": "127.0.0.1:1"}, ClusterSpec(), quorum=qw)
+    # what poll_once does with the state it built from the answers
+    poller._write_quorum(build_state(ClusterSpec(), {"controller-2": answer}))
+    qw.close()
+    [s] = read_quorum(tmp_path / "q.jsonl")[0]
+    assert (s.controller, s.epoch, s.leader, s.active, s.hw) == (2, 4, 2, True, 9)
