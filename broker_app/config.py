@@ -45,6 +45,10 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms
     # Upper bound on a fetch's max_wait, so a bad client value cannot park a connection forever.
     fetch_max_wait_ms_cap: int = 30_000
+    # KIP-392 fetch from follower: this broker's rack, and replica.selector.class
+    # (broker_app/replication/replica_selector.py: "leader" is Kafka's default).
+    broker_rack: str | None = None  # broker.rack
+    replica_selector: str = "leader"  # replica.selector.class
     extra: dict[str, str] = field(default_factory=dict)
     # --- cluster mode (all unused without `controller`) ---
     controller: tuple[str, int] | None = None  # where the KRaft-style controller listens

@@ -177,7 +177,45 @@ def build_state(
         controller=active,
         elapsed_s=elapsed_s,
         quorum=quorum,
+        internal=_internal_partitions(brokers, controller_topics),
     )
+
+
+def _internal_partitions(brokers: Mapping[int, dict[str, Any]],
+                         controller_topics: Mapping[str, Any]) -> dict[str, PartitionState]:
+    """Leader, replicas and ISR of the internal topics' partitions (`__consumer_offsets`):
+    the controller's image when it answered, else the answering broker with the highest
+    leader epoch. Only what group targets need (no per-replica LEO/HW)."""
+    views: dict[tuple[str, int], dict[str, Any]] = {}
+    for topic, t in controller_topics.items():
+        if str(topic).startswith("__") and isinstance(t, dict):
+            for i, view in (t.get("partitions") or {}).items():
+                if str(i).isdigit() and isinstance(view, dict):
+                    views[(str(topic), int(i))] = view
+    seen: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
+    for st in brokers.values():
+        for p in st.get("partitions") or []:
+            if not (isinstance(p, dict) and str(p.get("topic", "")).startswith("__")):
+                continue
+            try:
+                key, epoch = (str(p["topic"]), int(p["partition"])), int(p.get("leader_epoch", -1))
+            except (KeyError, TypeError, ValueError):
+                continue
+            if key not in seen or epoch > seen[key][0]:
+                seen[key] = (epoch, p)
+    for key, (_, p) in seen.items():
+        views.setdefault(key, p)
+    out: dict[str, PartitionState] = {}
+    for (topic, i), view in views.items():
+        leader = view.get("leader")
+        try:
+            out[f"{topic}-{i}"] = PartitionState(
+                topic, i, leader if isinstance(leader, int) and leader >= 0 else None,
+                int(view.get("leader_epoch", -1)), tuple(view.get("replicas") or ()),
+                tuple(view.get("isr") or ()))
+        except (TypeError, ValueError):
+            continue
+    return out
 
 
 class StatePoller:

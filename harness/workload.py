@@ -17,6 +17,8 @@ Contract:
   once per `poll_interval_ms` (at most `max_poll_records` per poll) and, with `commit: sync`,
   commits what it read after every poll that read something; `restart_member(slot)` replaces
   a member by a new process (a rebalance on demand).
+- `consumers.racks` gives consumer slot i the client.rack racks[i % len] (KIP-392 fetch from
+  follower: with a rack-aware replica selector it reads from a replica in that rack).
 - `workload_from_plan(plan, ...)` builds a Workload from a plan's WorkloadSpec/ClusterSpec.
 """
 
@@ -189,7 +191,8 @@ class Workload:
                     self._thread(f"member-{slot}", self._member, (slot, spec)))
         elif spec is not None and self.consumer_partitions:
             for slot in range(spec.count):
-                self._consumers.append(self._thread(f"consumer-{slot}", self._consume, spec))
+                self._consumers.append(
+                    self._thread(f"consumer-{slot}", self._consume, (slot, spec)))
 
     def _thread(self, name: str, target: Callable, arg: object) -> threading.Thread:
         t = threading.Thread(target=self._guard, args=(name, target, arg), name=name, daemon=True)
@@ -253,7 +256,8 @@ class Workload:
             if client is not None:
                 client.close()
 
-    def _consume(self, spec: ConsumerSpec) -> None:
+    def _consume(self, arg: tuple[int, ConsumerSpec]) -> None:
+        slot, spec = arg
         interval = spec.poll_interval_ms / 1000
         client: ConsumerClient | None = None
         try:
@@ -261,7 +265,7 @@ class Workload:
                 if client is None:
                     client = ConsumerClient(
                         self.new_process(), self._bootstrap(), self.history,
-                        self.consumer_partitions,
+                        self.consumer_partitions, config=_rack_config(spec, slot),
                     )
                 self._count(client.poll(timeout_s=max(0.05, interval)))
                 if client.crashed:
@@ -303,7 +307,7 @@ class Workload:
                     client = GroupConsumerClient(
                         self.new_process(), self._bootstrap(), self.history,
                         self.consumer_topics, spec.group, assignor=spec.assignor,
-                        max_records=spec.max_poll_records,
+                        max_records=spec.max_poll_records, config=_rack_config(spec, slot),
                     )
                 self._count(client.poll(timeout_s=max(0.05, interval)))
                 with self._lock:
@@ -319,6 +323,12 @@ class Workload:
         finally:
             if client is not None:
                 client.close()
+
+
+def _rack_config(spec: ConsumerSpec, slot: int) -> dict[str, str]:
+    """librdkafka's client.rack for consumer `slot` (KIP-392), when the plan gives racks."""
+    rack = spec.rack(slot)
+    return {"client.rack": rack} if rack else {}
 
 
 def workload_from_plan(

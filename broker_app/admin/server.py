@@ -5,7 +5,8 @@ GET /state → JSON {"broker_id", "broker_epoch", "fenced", "metadata_offset", "
 "partitions": [...]}, one entry per hosted partition: Partition.snapshot() (topic, partition,
 role, leader, leader_epoch, partition_epoch, replicas, isr, maximal_isr, epoch_cache,
 remote_replicas...) plus the short names the harness plots: hw, leo, log_start, and
-hw_checkpoint (the HW in the last replication-offset-checkpoint, -1 before the first);
+hw_checkpoint (the HW in the last replication-offset-checkpoint, -1 before the first),
+follower_reads (consumer fetches with records it served as a follower, KIP-392);
 "event_loop_lag_ms": {"current", "max", "samples"} (broker_app/server/liveness.py).
 "clock": BrokerClock.describe() ({"offset_ms" now, "skew_ms", "strobe_period_ms"}) when the
 node has the seam.
@@ -49,6 +50,9 @@ def broker_state(
         reg = link.image.partition(snap["topic"], snap["partition"]) if link is not None else None
         snap["elr"] = list(reg.elr) if reg is not None else []
         snap["last_known_elr"] = list(reg.last_known_elr) if reg is not None else []
+        # KIP-392: consumer fetches with records this replica served as a follower
+        snap["follower_reads"] = replica_manager.follower_reads.get(
+            (snap["topic"], snap["partition"]), 0)
         parts.append(snap)
     return {
         "broker_id": node_id,

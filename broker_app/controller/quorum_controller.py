@@ -54,6 +54,7 @@ from collections.abc import Callable
 
 from broker_app.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from broker_app.metadata.records import (
+    BrokerConfig,
     FenceBroker,
     MetadataRecord,
     PartitionRecord,
@@ -164,7 +165,11 @@ class QuorumController:
         return p.records
 
     def _unclean(self, topic: TopicImage) -> bool:
+        """The topic's unclean.leader.election.enable, else the dynamic cluster default
+        (KIP-226, BrokerConfig ""), else the controller's static default."""
         value = topic.configs.get(UNCLEAN_CONFIG)
+        if value is None:
+            value = self.image.broker_configs.get("", {}).get(UNCLEAN_CONFIG)
         if value is None:
             return self.config.unclean_leader_election
         return value.lower() == "true"
@@ -793,6 +798,19 @@ class QuorumController:
                         p.add(TopicConfig(str(topic.topic_id), key, value))
             results.append(TopicResult(name, Errors.NONE))
         return results, self._commit(p)
+
+    def alter_broker_configs(self, broker: str, changes: dict[str, str | None],
+                             validate_only: bool, now_ms: int) -> list[MetadataRecord]:
+        """KIP-226: dynamic configs of broker `broker` ("" = the cluster-wide default), values
+        already validated (server/configs.py); None deletes. One BrokerConfig record per name
+        whose value changes."""
+        p = self._begin()
+        current = p.image.broker_configs.get(broker, {})
+        if not validate_only:
+            for key, value in sorted(changes.items()):
+                if current.get(key) != value:
+                    p.add(BrokerConfig(broker, key, value))
+        return self._commit(p)
 
 
 def _check_replica_list(image: MetadataImage, replicas: tuple[int, ...], where: str) -> None:

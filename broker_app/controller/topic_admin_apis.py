@@ -4,8 +4,10 @@ IncrementalAlterConfigs, wire request -> QuorumController operation -> wire resp
 Brokers forward these unchanged (server/cluster_link.py), as Kafka's brokers forward them to
 the KRaft controller (KIP-590). Config values are validated here against the one catalogue
 (server/configs.py) before the controller writes ConfigRecords; a bad entry fails its whole
-resource, as Kafka's ConfigurationControlManager does. Resource types: TOPIC only; BROKER
-(dynamic broker configs) answers INVALID_REQUEST, any other type INVALID_REQUEST too.
+resource, as Kafka's ConfigurationControlManager does. Resource types: TOPIC, and BROKER (KIP-226
+dynamic broker configs: a registered broker id, or "" for the cluster-wide default; only the
+names in configs.DYNAMIC_BROKER_CONFIGS, written as BrokerConfig records); any other type is
+INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -60,8 +62,9 @@ def _alter(controller: QuorumController, request: Request, now_ms: int, incremen
                "error_code": Errors.NONE, "error_message": None}  # fmt: skip
         try:
             if res.resource_type == RESOURCE_BROKER:
-                raise ConfigError(Errors.INVALID_REQUEST,
-                                  "dynamic broker configs are not supported by this broker")
+                _alter_broker(controller, res, incremental, bool(body.validate_only), now_ms)
+                responses.append(out)
+                continue
             if res.resource_type != RESOURCE_TOPIC:
                 raise ConfigError(Errors.INVALID_REQUEST,
                                   f"unsupported resource type {res.resource_type}")
@@ -80,6 +83,20 @@ def _alter(controller: QuorumController, request: Request, now_ms: int, incremen
         assert entry is not None
         entry.update(error_code=r.error, error_message=r.message)
     return respond(request, {"throttle_time": 0, "responses": responses})
+
+
+def _alter_broker(controller: QuorumController, res: Any, incremental: bool,
+                  validate_only: bool, now_ms: int) -> None:
+    """One BROKER resource: validated against the dynamic broker configs, then committed as
+    BrokerConfig records (ConfigError for an unknown broker or a bad entry)."""
+    name = res.resource_name or ""
+    if name and not (name.isdigit() and int(name) in controller.image.brokers):
+        raise ConfigError(Errors.INVALID_REQUEST,
+                          f"broker {name!r} is not registered (use a broker id, or \"\" for "
+                          f"the cluster-wide default)")
+    current = dict(controller.image.broker_configs.get(name, {}))
+    changes = topic_changes(current, res.configs, incremental, kind="broker")
+    controller.alter_broker_configs(name, changes, validate_only, now_ms)
 
 
 def handle_alter_configs(controller: QuorumController, request: Request, now_ms: int) -> Any:

@@ -31,6 +31,7 @@ from typing import Any
 
 from .records import (
     NO_LEADER,
+    BrokerConfig,
     FenceBroker,
     MetadataRecord,
     MetadataRecordError,
@@ -95,14 +96,19 @@ class TopicImage:
 
 
 class MetadataImage:
-    __slots__ = ("brokers", "topics", "topics_by_id", "offset")
+    __slots__ = ("brokers", "topics", "topics_by_id", "offset", "broker_configs")
 
     def __init__(
         self,
         brokers: Mapping[int, BrokerRegistration] | None = None,
         topics: Mapping[str, TopicImage] | None = None,
         offset: int = -1,
+        broker_configs: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
+        #: dynamic broker configs (BrokerConfig records): broker id as a string, or "" for
+        #: the cluster default -> name -> value
+        self.broker_configs: Mapping[str, Mapping[str, str]] = {
+            k: dict(v) for k, v in (broker_configs or {}).items() if v}
         self.brokers: Mapping[int, BrokerRegistration] = dict(brokers or {})
         self.topics: Mapping[str, TopicImage] = dict(topics or {})
         self.topics_by_id: Mapping[uuid.UUID, TopicImage] = {
@@ -128,6 +134,12 @@ class MetadataImage:
         b = self.brokers.get(broker_id)
         return b is not None and not b.fenced and not b.in_controlled_shutdown
 
+    def broker_config(self, broker_id: int, name: str) -> str | None:
+        """Dynamic broker config `name` as broker `broker_id` sees it (KIP-226): its own,
+        else the cluster-wide default, else None (the static setting applies)."""
+        mine = self.broker_configs.get(str(broker_id), {})
+        return mine[name] if name in mine else self.broker_configs.get("", {}).get(name)
+
     def live_brokers(self) -> list[int]:
         return sorted(b for b in self.brokers if self.is_live(b))
 
@@ -143,6 +155,7 @@ class MetadataImage:
             and self.brokers == other.brokers
             and self.topics == other.topics
             and self.offset == other.offset
+            and self.broker_configs == other.broker_configs
         )
 
     def __repr__(self) -> str:
@@ -188,6 +201,7 @@ class MetadataImage:
                 }
                 for t in sorted(self.topics.values(), key=lambda t: t.name)
             },
+            "broker_configs": {k: dict(v) for k, v in sorted(self.broker_configs.items())},
         }
 
     def digest(self) -> str:
@@ -197,6 +211,8 @@ class MetadataImage:
         last metadata record). The metadata-divergence check compares these."""
         content = self.to_json()
         del content["offset"]
+        if not content.get("broker_configs"):
+            content.pop("broker_configs", None)  # images without any keep their digest
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
@@ -209,11 +225,19 @@ class MetadataImage:
         brokers = dict(self.brokers)
         topics = dict(self.topics)
         by_id = {t.topic_id: t.name for t in topics.values()}
+        configs = {k: dict(v) for k, v in self.broker_configs.items()}
         offset = self.offset
         for off, rec in records:
-            _apply(brokers, topics, by_id, rec, f"offset {off}")
+            if isinstance(rec, BrokerConfig):
+                entry = configs.setdefault(rec.broker, {})
+                if rec.value is None:
+                    entry.pop(rec.name, None)
+                else:
+                    entry[rec.name] = rec.value
+            else:
+                _apply(brokers, topics, by_id, rec, f"offset {off}")
             offset = off
-        return MetadataImage(brokers, topics, offset)
+        return MetadataImage(brokers, topics, offset, configs)
 
 
 def _topic_for(topics: dict[str, TopicImage], by_id: dict[uuid.UUID, str], topic_id: str,

@@ -91,6 +91,17 @@ class TopicConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """ConfigRecord for a broker resource (KIP-226 dynamic broker configs): `broker` is a
+    broker id as a string, or "" for the cluster-wide default; value None deletes it."""
+
+    TYPE: ClassVar[str] = "BrokerConfig"
+    broker: str
+    name: str
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class RemoveTopic:
     """RemoveTopicRecord (DeleteTopics): the topic and all its partitions are gone; brokers
     delete the replicas' logs when they apply it."""
@@ -135,6 +146,7 @@ MetadataRecord = (
     | UnfenceBroker
     | TopicRecord
     | TopicConfig
+    | BrokerConfig
     | RemoveTopic
     | PartitionRecord
     | PartitionChange
@@ -148,6 +160,7 @@ RECORD_TYPES: dict[str, type] = {
         UnfenceBroker,
         TopicRecord,
         TopicConfig,
+        BrokerConfig,
         RemoveTopic,
         PartitionRecord,
         PartitionChange,

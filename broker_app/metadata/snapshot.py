@@ -28,6 +28,7 @@ from broker_app.storage.errors import CorruptRecordError
 
 from .image import MetadataImage
 from .records import (
+    BrokerConfig,
     FenceBroker,
     MetadataRecord,
     MetadataRecordError,
@@ -58,6 +59,9 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
                 str(t.topic_id), p, r.replicas, r.isr, r.leader, r.leader_epoch,
                 r.partition_epoch, r.adding_replicas, r.removing_replicas, r.elr,
                 r.last_known_elr))
+    for broker in sorted(image.broker_configs):
+        for name, value in sorted(image.broker_configs[broker].items()):
+            out.append(BrokerConfig(broker, name, value))
     return out
 
 
@@ -83,7 +87,7 @@ def decode_snapshot(payload: bytes | memoryview, end_offset: int,
     except CorruptRecordError as e:
         raise MetadataRecordError(f"metadata {where}: {e}") from e
     image = MetadataImage().apply_all(records)  # raises MetadataRecordError naming the record
-    return MetadataImage(image.brokers, image.topics, end_offset - 1)
+    return MetadataImage(image.brokers, image.topics, end_offset - 1, image.broker_configs)
 
 
 def snapshot_record_bytes(values: Iterable[bytes]) -> int:

@@ -44,6 +44,7 @@ class FetchPartitionStatus:
     isolation: FetchIsolation
     current_leader_epoch: int = NO_CURRENT_LEADER_EPOCH
     last_fetched_epoch: int = UNDEFINED_EPOCH
+    fetch_only_from_leader: bool = True  # False: a consumer a follower may serve (KIP-392)
 
 
 def _done() -> None:
@@ -79,6 +80,7 @@ class DelayedFetch(DelayedOperation):
                 status.isolation,
                 last_fetched_epoch=status.last_fetched_epoch,
                 current_leader_epoch=status.current_leader_epoch,
+                fetch_only_from_leader=status.fetch_only_from_leader,
             )
             if result.error != Errors.NONE or result.diverging_epoch is not None:
                 return self.force_complete()

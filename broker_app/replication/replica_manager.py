@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -57,6 +58,7 @@ from broker_app.replication.messages import (
 )
 from broker_app.replication.partition import Partition
 from broker_app.replication.purgatory import Purgatory
+from broker_app.replication.replica_selector import ReplicaView, candidates, select_read_replica
 from broker_app.storage.errors import StorageError
 from broker_app.storage.replica_log import LogStore
 from broker_app.storage.retention import retention_start_offset
@@ -104,6 +106,7 @@ class FetchPartitionResult:
     diverging_epoch: EpochEndOffset | None = None
     leader_id: int = -1
     leader_epoch: int = -1
+    preferred_read_replica: int = -1  # KIP-392: read from this broker instead (no records)
 
 
 class ReplicaManager:
@@ -148,6 +151,14 @@ class ReplicaManager:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.retention_check_interval_ms = retention_check_interval_ms
         self._next_retention_ms: int | None = None
+        # KIP-392: replica.selector.class (replica_selector.SELECTORS) and each broker's
+        # broker.rack, from the latest metadata image (this broker's own until it arrives).
+        self.replica_selector = "leader"
+        self.local_rack: str | None = None
+        self._rack_of: Callable[[int], str | None] = (
+            lambda b: self.local_rack if b == self.node_id else None)
+        #: consumer Fetch answers with records this broker served as a follower (KIP-392)
+        self.follower_reads: Counter[TopicPartition] = Counter()
 
     # -- partitions -------------------------------------------------------------------
 
@@ -274,9 +285,15 @@ class ReplicaManager:
         Shared by the controller link and the simulator, so both apply metadata the same way."""
         changes = delta.local_changes(self.node_id)
         image = delta.new
+        static_min_isr = default_min_isr
+        # KIP-226: a dynamic min.insync.replicas (this broker's, else the cluster default)
+        # replaces the static default of topics that do not set their own.
+        default_min_isr = self._dynamic_min_isr(image, static_min_isr)
+        default_changed = default_min_isr != self._dynamic_min_isr(delta.old, static_min_isr)
         self._isr_eligible = image.is_live
         brokers = image.brokers
         self._broker_epoch = lambda b: brokers[b].epoch if b in brokers else -1
+        self._rack_of = lambda b: brokers[b].rack if b in brokers else None
         for (topic, p), reg in list(changes.leaders.items()) + list(changes.followers.items()):
             t = image.topics[topic]
             self.topic_ids[topic] = t.topic_id
@@ -294,7 +311,10 @@ class ReplicaManager:
         # A ConfigRecord changes no registration: re-read min.insync.replicas of what we host,
         # so an AlterConfigs takes effect on the next acks=all produce (Kafka's
         # DynamicConfigPublisher -> LogManager.updateTopicConfig).
-        for topic in delta.changed_topic_configs():
+        changed = set(delta.changed_topic_configs())
+        if default_changed:
+            changed |= {t for t, _ in self.partitions if t in image.topics}
+        for topic in sorted(changed):
             configs = image.topics[topic].configs
             self.set_topic_configs(topic, configs)
             min_isr = max(int(configs.get("min.insync.replicas", default_min_isr)), 1)
@@ -302,6 +322,10 @@ class ReplicaManager:
                 if name == topic and part.min_insync_replicas != min_isr:
                     part.min_insync_replicas = min_isr
                     self._hw_moved((name, part.partition))
+
+    def _dynamic_min_isr(self, image: Any, static: int) -> int:
+        value = image.broker_config(self.node_id, "min.insync.replicas")
+        return int(value) if value is not None else static
 
     def stop_replica(self, topic: str, partition: int, *, delete: bool = False) -> None:
         """Stop replicating `topic-partition`; with `delete` its log goes too (the topic was
@@ -481,9 +505,15 @@ class ReplicaManager:
         requests: dict[TopicPartition, FetchRequestPartition],
         max_bytes: int,
         replica_id: int = -1,
+        client_rack: str | None = None,
     ) -> dict[TopicPartition, FetchPartitionResult]:
         """Stops adding data once max_bytes is used, but returns at least one batch for the
-        first partition with data (KIP-74)."""
+        first partition with data (KIP-74).
+
+        `client_rack` is a consumer's Fetch v11+ rack_id (None before v11): with it a follower
+        serves the consumer (up to its own high watermark, KIP-392), and a leader whose
+        replica selector prefers another replica answers with `preferred_read_replica` and no
+        records. Without it (old consumers, replicas) only the leader serves."""
         results: dict[TopicPartition, FetchPartitionResult] = {}
         budget = max_bytes
         first_with_data = True
@@ -517,7 +547,21 @@ class ReplicaManager:
                         FetchIsolation.HIGH_WATERMARK,
                         last_fetched_epoch=req.last_fetched_epoch,
                         current_leader_epoch=req.current_leader_epoch,
+                        fetch_only_from_leader=client_rack is None,
                     )
+                    preferred = self._preferred_read_replica(p, req.fetch_offset, client_rack,
+                                                             now)
+                    if core.records and not p.is_leader:
+                        self.follower_reads[tp] += 1
+                    if core.error == Errors.NONE and preferred is not None:
+                        # KIP-392: skip the read, send the consumer to the preferred replica.
+                        results[tp] = FetchPartitionResult(
+                            high_watermark=core.high_watermark,
+                            last_stable_offset=core.high_watermark,
+                            log_start_offset=core.log_start_offset,
+                            leader_id=p.leader_id, leader_epoch=p.leader_epoch,
+                            preferred_read_replica=preferred)
+                        continue
             except StorageError as e:
                 results[tp] = FetchPartitionResult(int(e.kafka_error_code))
                 continue
@@ -538,6 +582,23 @@ class ReplicaManager:
             results[tp] = res
         return results
 
+    def _preferred_read_replica(self, p: Partition, fetch_offset: int, client_rack: str | None,
+                                now_ms: int) -> int | None:
+        """The replica a consumer should read `p` from instead of this leader (KIP-392), or
+        None to read here; see replication/replica_selector.py."""
+        if client_rack is None or self.replica_selector == "leader" or not p.is_leader:
+            return None
+        leader = ReplicaView(self.node_id, self._rack_of(self.node_id), p.log.log_end_offset, 0)
+        followers = [
+            ReplicaView(rid, self._rack_of(rid), st.log_end_offset,
+                        now_ms - st.last_caught_up_time_ms
+                        if st.last_caught_up_time_ms is not None else 2**62)
+            for rid, st in p.remote_replicas.items()]
+        starts = {rid: st.log_start_offset for rid, st in p.remote_replicas.items()}
+        chosen = select_read_replica(self.replica_selector, client_rack, leader,
+                                     candidates(followers, fetch_offset, starts, p.isr))
+        return None if chosen == self.node_id else chosen
+
     def park_fetch(
         self,
         requests: dict[TopicPartition, FetchRequestPartition],
@@ -545,16 +606,20 @@ class ReplicaManager:
         min_bytes: int,
         max_wait_ms: int,
         on_ready: Callable[[], None],
+        client_rack: str | None = None,
     ) -> DelayedFetch:
         """Park a Fetch that found fewer than `min_bytes`: `on_ready()` is called once, when
         enough is readable, when a partition can no longer be served as asked (error,
         leadership moved, diverging epoch), or at `tick` past the deadline. The I/O edge may
         also give up itself (its own timer) with `op.force_complete()`. The caller then reads
-        again to build the response, as Kafka does."""
+        again to build the response, as Kafka does. `client_rack` as in fetch_messages. A
+        follower serving a consumer is not woken when its high watermark moves: the fetch
+        answers at its deadline (the consumer's fetch.max.wait.ms) or on new data."""
         isolation = FetchIsolation.LOG_END if replica_id >= 0 else FetchIsolation.HIGH_WATERMARK
         statuses = {
             tp: FetchPartitionStatus(
-                r.fetch_offset, isolation, r.current_leader_epoch, r.last_fetched_epoch
+                r.fetch_offset, isolation, r.current_leader_epoch, r.last_fetched_epoch,
+                fetch_only_from_leader=client_rack is None,
             )
             for tp, r in requests.items()
         }

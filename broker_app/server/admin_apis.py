@@ -39,7 +39,8 @@ class AdminApis:
         host, port = config.advertised
         cluster = self.apis.cluster
         if cluster is None:
-            brokers = [{"broker_id": config.node_id, "host": host, "port": port, "rack": None}]
+            brokers = [{"broker_id": config.node_id, "host": host, "port": port,
+                        "rack": config.broker_rack}]
             controller = config.node_id
         else:
             image = cluster.image

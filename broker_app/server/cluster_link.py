@@ -147,6 +147,7 @@ class ClusterLink:
             retry_backoff_ms=LIFECYCLE_RETRY_BACKOFF_MS,
             # KIP-966: the clean-shutdown marker's epoch, -1 after an unclean shutdown.
             previous_broker_epoch=replica_manager.log_manager.previous_broker_epoch,
+            rack=config.broker_rack,
         )  # fmt: skip
         self._image_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []

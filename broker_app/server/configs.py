@@ -17,8 +17,17 @@ What takes effect (say it plainly, the charter asks for it):
 - stored, validated, described but NOT enforced yet: cleanup.policy=compact (there is no log
   cleaner), compression.type (batches are stored as produced), message.timestamp.type
   (LogAppendTime is not stamped), flush.messages (flushing follows the broker's --flush).
-Broker resources are read-only here: DescribeConfigs shows the broker's static settings;
-altering them answers INVALID_REQUEST (Kafka's dynamic broker configs are not implemented).
+Broker resources (KIP-226 dynamic broker configs, cluster mode): AlterConfigs /
+IncrementalAlterConfigs on a broker id (that broker) or "" (the cluster-wide default) set the
+names in DYNAMIC_BROKER_CONFIGS; the controller stores them as BrokerConfig records in the
+metadata log and every broker applies them:
+- min.insync.replicas: the default of every topic without its own (per broker, else the
+  cluster default, else the static --min-insync-replicas), re-read by hosted partitions at once;
+- unclean.leader.election.enable: the controller's default for topics without their own (the
+  cluster-wide "" resource only; Kafka also consults the controller node's own broker config).
+Every other broker config is read-only (DescribeConfigs shows it as static); an unknown or
+read-only name is INVALID_CONFIG naming it. Single-node mode (no controller) keeps broker
+configs read-only (INVALID_REQUEST).
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ from broker_app.protocol.error_codes import Errors
 
 # DescribeConfigs ConfigSource values (Kafka's DescribeConfigsResponse.ConfigSource).
 SOURCE_TOPIC = 1
+SOURCE_DYNAMIC_BROKER = 2
+SOURCE_DYNAMIC_DEFAULT_BROKER = 3
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 # ConfigType (DescribeConfigs v3+): the documented type of each config.
@@ -106,13 +117,25 @@ TOPIC_CONFIGS: dict[str, TopicConfigSpec] = {
 KNOWN_TOPIC_CONFIGS = frozenset(TOPIC_CONFIGS)
 
 
-def validate_topic_config(name: str, value: str | None) -> str:
-    """The value to store for topic config `name`; ConfigError naming what is wrong."""
-    spec = TOPIC_CONFIGS.get(name)
+# KIP-226: the broker configs AlterConfigs may change (see the module docstring).
+DYNAMIC_BROKER_CONFIGS: dict[str, TopicConfigSpec] = {
+    "min.insync.replicas": TOPIC_CONFIGS["min.insync.replicas"],
+    "unclean.leader.election.enable": TOPIC_CONFIGS["unclean.leader.election.enable"],
+}
+
+
+def validate_topic_config(name: str, value: str | None, kind: str = "topic") -> str:
+    """The value to store for `kind` ("topic" or "broker") config `name`; ConfigError naming
+    what is wrong."""
+    spec = (TOPIC_CONFIGS if kind == "topic" else DYNAMIC_BROKER_CONFIGS).get(name)
+    if spec is None and kind == "broker" and name in BROKER_CONFIG_NAMES:
+        raise ConfigError(Errors.INVALID_CONFIG,
+                          f"Cannot update these configs dynamically: [{name}] (dynamic: "
+                          f"{', '.join(sorted(DYNAMIC_BROKER_CONFIGS))})")
     if spec is None:
-        raise ConfigError(Errors.INVALID_CONFIG, f"Unknown topic config name: {name}")
+        raise ConfigError(Errors.INVALID_CONFIG, f"Unknown {kind} config name: {name}")
     if value is None:
-        raise ConfigError(Errors.INVALID_CONFIG, f"topic config {name!r} has a null value")
+        raise ConfigError(Errors.INVALID_CONFIG, f"{kind} config {name!r} has a null value")
     try:
         spec.check(value)
     except ValueError as e:
@@ -172,10 +195,36 @@ def describe_topic(stored: dict[str, str], broker_config: Any,
     return out
 
 
-def describe_broker(broker_config: Any, wanted: list[str] | None) -> list[dict[str, Any]]:
-    return [describe_entry(n, v, SOURCE_STATIC_BROKER, t, read_only=True)
-            for n, (v, t) in sorted(broker_configs(broker_config).items())
-            if wanted is None or n in wanted]  # fmt: skip
+BROKER_CONFIG_NAMES = frozenset({
+    "broker.id", "node.id", "min.insync.replicas", "num.partitions", "default.replication.factor",
+    "auto.create.topics.enable", "log.segment.bytes", "message.max.bytes", "log.dirs",
+    "replica.lag.time.max.ms", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
+    "socket.request.max.bytes", "unclean.leader.election.enable"})  # fmt: skip
+
+
+def describe_broker(broker_config: Any, wanted: list[str] | None,
+                    dynamic: dict[str, dict[str, str]] | None = None) -> list[dict[str, Any]]:
+    """A broker's configs: a dynamic per-broker value (`dynamic[str(node_id)]`), else the
+    dynamic cluster default (`dynamic[""]`), else the static setting."""
+    dynamic = dynamic or {}
+    mine = dynamic.get(str(broker_config.node_id), {})
+    cluster = dynamic.get("", {})
+    static = broker_configs(broker_config)
+    static.setdefault("unclean.leader.election.enable", ("false", TYPE_BOOLEAN))
+    out = []
+    for n, (v, t) in sorted(static.items()):
+        if wanted is not None and n not in wanted:
+            continue
+        ro = n not in DYNAMIC_BROKER_CONFIGS
+        if n in mine:
+            out.append(describe_entry(n, mine[n], SOURCE_DYNAMIC_BROKER, t, read_only=ro))
+        elif n in cluster:
+            out.append(describe_entry(n, cluster[n], SOURCE_DYNAMIC_DEFAULT_BROKER, t,
+                                      read_only=ro))
+        else:
+            out.append(describe_entry(n, v, SOURCE_STATIC_BROKER, t, read_only=ro))
+    return out
+
 
 
 # IncrementalAlterConfigs operations (KIP-339)
@@ -183,7 +232,7 @@ OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 
 def incremental_update(
-    current: dict[str, str], ops: list[tuple[str, int, str | None]]
+    current: dict[str, str], ops: list[tuple[str, int, str | None]], kind: str = "topic"
 ) -> dict[str, str | None]:
     """The changes (name -> new value, None = delete) that IncrementalAlterConfigs `ops`
     make to a topic's `current` configs; ConfigError for unknown names, bad values or ops."""
@@ -193,11 +242,12 @@ def incremental_update(
         if name in seen:
             raise ConfigError(Errors.INVALID_REQUEST, f"config {name} appears more than once")
         seen.add(name)
-        spec = TOPIC_CONFIGS.get(name)
+        spec = (TOPIC_CONFIGS if kind == "topic" else DYNAMIC_BROKER_CONFIGS).get(name)
         if spec is None:
-            raise ConfigError(Errors.INVALID_CONFIG, f"Unknown topic config name: {name}")
+            validate_topic_config(name, value, kind)  # raises, naming the config
+            raise AssertionError("unreachable")
         if op == OP_SET:
-            changes[name] = validate_topic_config(name, value)
+            changes[name] = validate_topic_config(name, value, kind)
         elif op == OP_DELETE:
             changes[name] = None
         elif op in (OP_APPEND, OP_SUBTRACT):
@@ -209,24 +259,27 @@ def incremental_update(
             given = [v.strip() for v in (value or "").split(",") if v.strip()]
             items = (have + [v for v in given if v not in have] if op == OP_APPEND
                      else [v for v in have if v not in given])  # fmt: skip
-            changes[name] = validate_topic_config(name, ",".join(items)) if items else None
+            changes[name] = validate_topic_config(name, ",".join(items), kind) if items else None
         else:
             raise ConfigError(Errors.INVALID_REQUEST, f"unknown config operation {op} for {name}")
     return changes
 
 
-def topic_changes(current: dict[str, str], configs: Any, incremental: bool
-                  ) -> dict[str, str | None]:  # fmt: skip
+def topic_changes(current: dict[str, str], configs: Any, incremental: bool,
+                  kind: str = "topic") -> dict[str, str | None]:  # fmt: skip
     """What an AlterConfigs (every setting replaced: unnamed ones revert to their default) or
-    IncrementalAlterConfigs request does to a topic's configs; ConfigError when it is bad."""
+    IncrementalAlterConfigs request does to a topic's (or, kind "broker", a broker resource's
+    dynamic) configs; ConfigError when it is bad. `configs` None (a null array, as some
+    clients send for "no settings") is an empty list."""
+    configs = configs or ()
     if incremental:
         ops = [(c.name, int(c.config_operation), c.value) for c in configs]
-        return incremental_update(current, ops)
+        return incremental_update(current, ops, kind)
     names = [c.name for c in configs]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise ConfigError(Errors.INVALID_REQUEST, f"duplicate config names {sorted(dup)}")
     changes: dict[str, str | None] = {k: None for k in current if k not in names}
     for c in configs:
-        changes[c.name] = validate_topic_config(c.name, c.value)
+        changes[c.name] = validate_topic_config(c.name, c.value, kind)
     return changes

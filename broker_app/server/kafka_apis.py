@@ -246,8 +246,9 @@ class KafkaApis:
         image = self.cluster.image
         body = request.body
         host, port = self.config.advertised
-        brokers = {self.config.node_id: {"node_id": self.config.node_id, "host": host,
-                                         "port": port, "rack": None}}  # fmt: skip
+        me = self.config.node_id
+        brokers = {me: {"node_id": me, "host": host, "port": port,
+                        "rack": self.config.broker_rack}}
         for b in image.live_brokers():
             reg = image.brokers[b]
             brokers.setdefault(b, {"node_id": b, "host": reg.host, "port": reg.port,
@@ -548,11 +549,17 @@ class KafkaApis:
         max_bytes = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
         min_bytes = body.min_bytes
         max_wait_ms = min(ms(body.max_wait), self.config.fetch_max_wait_ms_cap)
+        # KIP-392: a consumer's Fetch v11+ says its client.rack (maybe ""): a follower may then
+        # serve it, and the leader may send it to a preferred read replica.
+        rack = getattr(body, "rack_id", None)
+        client_rack = (rack or "") if request.api_version >= 11 and body.replica_id < 0 else None
 
         def complete(force: bool) -> Any:
-            results = self.replica_manager.fetch_messages(reqs, max_bytes, body.replica_id)
+            results = self.replica_manager.fetch_messages(reqs, max_bytes, body.replica_id,
+                                                          client_rack)
             size = sum(len(r.records) for r in results.values())
-            errors = any(r.error_code != Errors.NONE for r in results.values())
+            errors = any(r.error_code != Errors.NONE or r.preferred_read_replica >= 0
+                         for r in results.values())
             if not force and not errors and size < max(min_bytes, 1):
                 return None
             return self._fetch_response(request, results)
@@ -562,7 +569,8 @@ class KafkaApis:
             return response
         delayed = DelayedFetch(max_wait_ms, complete)
         op = self.replica_manager.park_fetch(
-            reqs, body.replica_id, min_bytes, max_wait_ms, lambda: delayed.ready.resolve(None)
+            reqs, body.replica_id, min_bytes, max_wait_ms, lambda: delayed.ready.resolve(None),
+            client_rack,
         )
         delayed.give_up = op.force_complete
         return delayed
@@ -577,7 +585,7 @@ class KafkaApis:
                 "last_stable_offset": r.last_stable_offset,
                 "log_start_offset": r.log_start_offset,
                 "aborted_transactions": [],
-                "preferred_read_replica": -1,
+                "preferred_read_replica": r.preferred_read_replica,
                 "records": r.records,
             }
             if r.diverging_epoch is not None:  # Fetch v12+ tagged field

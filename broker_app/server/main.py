@@ -40,6 +40,7 @@ from broker_app.replication.behaviour import (
     TRUNCATION_MODES,
     ReplicationBehaviour,
 )
+from broker_app.replication.replica_selector import SELECTORS
 from broker_app.server.liveness import LoopLag, ShutdownGuard, run_lag_monitor
 
 log = logging.getLogger("broker_app.server")
@@ -82,6 +83,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     groups.add_argument("--group-min-session-timeout-ms", type=int, default=6000)
     parser.add_argument("--fetch-max-wait-cap-ms", type=int, default=30_000,
                         help="upper bound on a client fetch's max_wait (the fuzzer lowers it)")
+    parser.add_argument("--broker-rack", default=None, help="broker.rack (KIP-392)")
+    parser.add_argument("--replica-selector", choices=SELECTORS, default="leader",
+                        help="replica.selector.class: rack-aware = RackAwareReplicaSelector, "
+                             "consumers with client.rack read from a replica in their rack")
     cluster = parser.add_argument_group("cluster mode")
     cluster.add_argument("--controller", type=_host_port, default=None, metavar="HOST:PORT",
                          help="join the cluster of this controller (omit: single-node broker)")
@@ -185,6 +190,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
         group_min_session_timeout_ms=args.group_min_session_timeout_ms,
         fetch_max_wait_ms_cap=args.fetch_max_wait_cap_ms,
+        broker_rack=args.broker_rack or None,
+        replica_selector=args.replica_selector,
     )
 
 
@@ -235,6 +242,8 @@ def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
         clock=clock.monotonic_ms,
         retention_check_interval_ms=config.log_retention_check_interval_ms,
     )  # fmt: skip
+    replica_manager.replica_selector = config.replica_selector
+    replica_manager.local_rack = config.broker_rack
     cluster = None
     if config.clustered:
         from broker_app.server.cluster_link import ClusterLink

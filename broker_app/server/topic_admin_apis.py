@@ -15,6 +15,7 @@ the others.
 from __future__ import annotations
 
 import uuid
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from broker_app.protocol.apis import ApiKey
@@ -163,7 +164,9 @@ class TopicAdminApis:
             if name not in ("", str(config.node_id)):
                 raise ConfigError(Errors.INVALID_REQUEST,
                                   f"this is broker {config.node_id}, not {name!r}")  # fmt: skip
-            return describe_broker(config, keys)
+            cluster = self.apis.cluster
+            dynamic = dict(cluster.image.broker_configs) if cluster is not None else {}
+            return describe_broker(config, keys, dynamic)
         raise ConfigError(Errors.INVALID_REQUEST, f"unsupported resource type {rtype}")
 
     def _topic_configs(self, name: str) -> dict[str, str] | None:
@@ -201,7 +204,8 @@ class TopicAdminApis:
     def _alter_single_node(self, res: Any, incremental: bool, validate_only: bool) -> None:
         if res.resource_type == RESOURCE_BROKER:
             raise ConfigError(Errors.INVALID_REQUEST,
-                              "dynamic broker configs are not supported by this broker")
+                              "dynamic broker configs need a controller (cluster mode): a "
+                              "single-node broker keeps its configs static")
         if res.resource_type != RESOURCE_TOPIC:
             raise ConfigError(Errors.INVALID_REQUEST,
                               f"unsupported resource type {res.resource_type}")
@@ -217,16 +221,20 @@ class TopicAdminApis:
 
     @staticmethod
     def _configs_applied(body: Any, resp: Any, image: Any, incremental: bool) -> bool:
-        """Every topic the controller changed shows the requested values in our image."""
-        ok = {r.resource_name for r in resp.responses
-              if r.error_code.value == Errors.NONE and r.resource_type == RESOURCE_TOPIC}
+        """Every topic (and broker resource) the controller changed shows the requested
+        values in our image."""
+        ok = {(r.resource_type, r.resource_name) for r in resp.responses
+              if r.error_code.value == Errors.NONE}
         if body.validate_only:
             return True
         for res in body.resources:
-            topic = image.topics.get(res.resource_name)
-            if res.resource_name not in ok or topic is None:
+            if res.resource_type == RESOURCE_BROKER:
+                topic = SimpleNamespace(configs=image.broker_configs.get(res.resource_name, {}))
+            else:
+                topic = image.topics.get(res.resource_name)
+            if (res.resource_type, res.resource_name) not in ok or topic is None:
                 continue
-            for c in res.configs:
+            for c in res.configs or ():
                 op = int(getattr(c, "config_operation", 0))
                 if op == 0 and topic.configs.get(c.name) != (c.value or "").strip():
                     return False

@@ -320,7 +320,7 @@ class Cluster:
                 f"broker image {image}: `highwater broker --help` failed: {exc}") from exc
         return {flag for flag in ("--controller", "--peer", "--advertised-host",
                                   "--advertised-port", "--offsets-topic-num-partitions",
-                                  "--controller-quorum-bootstrap-servers")
+                                  "--controller-quorum-bootstrap-servers", "--broker-rack")
                 if flag in out}
 
     def _start_toxiproxy(self, image: str) -> None:
@@ -383,6 +383,10 @@ class Cluster:
             # __consumer_offsets gets created; one partition instead of Kafka's 50 keeps that
             # from dominating a 3-broker cluster's replication work (a plan may override it).
             command += ["--offsets-topic-num-partitions", "1"]
+        if "--broker-rack" in self.broker_flags:
+            # KIP-392: each broker its own rack, so a consumer's client.rack names one broker
+            # (only a rack-aware replica selector, a plan switch, acts on it).
+            command += ["--broker-rack", f"rack-{i}"]
         return [*command, *self.broker_args]
 
     def _create_broker(self, image: str, i: int) -> None:

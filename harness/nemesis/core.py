@@ -86,6 +86,7 @@ class Nemesis:
         seed: int,
         bootstrap: Callable[[], str] | None = None,
         on_event: Callable[[Event], None] | None = None,
+        workload: Any = None,
     ) -> None:
         self.cluster = cluster
         self.steps = list(steps)
@@ -94,6 +95,7 @@ class Nemesis:
         self.seed = seed
         self.bootstrap = bootstrap or (lambda: cluster.bootstrap)
         self.on_event = on_event
+        self.workload = workload  # what the group actions (replace-member ...) act on
         self.events: list[Event] = []
         self.failure: str | None = None
         self.faults_started = 0
@@ -249,7 +251,8 @@ class Nemesis:
 
         ctx = StepContext(self.cluster,
                           lambda t, other: self._resolve(index, t, state, other),
-                          remember, self.bootstrap, lambda: step_rng(self.seed, index))
+                          remember, self.bootstrap, lambda: step_rng(self.seed, index),
+                          workload=self.workload)
         return handler.fault(step, targets, ctx)
 
     # ------------------------------------------------------------------ repairs

@@ -12,7 +12,8 @@ handler here.
 
 Handlers get a `StepContext`: the cluster (harness.cluster.Cluster's public methods: kill, stop,
 start, restart, pause, resume, status, node_names, disk_*; `net` for links), a resolver for the
-step's other targets (peers, from, to) on the state the step fired on, and the broker bootstrap.
+step's other targets (peers, from, to) on the state the step fired on, the broker bootstrap and
+the run's workload (the group actions replace a member or hold commits).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class StepContext:
     bootstrap: Callable[[], str]
     # The step's own RNG (targets.step_rng): what a fault draws (bits to flip) is reproducible.
     rng: Callable[[], random.Random] = random.Random
+    # The run's harness.workload.Workload (group actions act on its members), or None.
+    workload: Any = None
 
 
 class Handler:
@@ -266,6 +269,32 @@ class LeadershipHandler(Handler):
         raise NemesisError(UNSUPPORTED.get(step.action, f"unknown action {step.action!r}"))
 
 
+class GroupHandler(Handler):
+    """The subscribe workload's group members (harness.workload.Workload): replace one (a
+    rebalance on demand) or hold every member's commits for the step's duration."""
+
+    kind = "group"
+    undoes = {"replace-member": None, "hold-commits": "release commits"}
+
+    def fault(self, step: Step, targets: tuple[Node, ...], ctx: StepContext) -> Fault:
+        wl = ctx.workload
+        spec = getattr(wl, "consumer_spec", None)
+        if wl is None or spec is None or spec.mode != "subscribe":
+            raise NemesisError(f"{step.action} needs a subscribe workload (consumers.mode: "
+                               f"subscribe) in this run")
+        if step.action == "replace-member":
+            slot = int(step.params.get("member") or 0)
+            if slot >= spec.count:
+                raise NemesisError(f"replace-member: no member {slot} (the group has "
+                                   f"{spec.count}: 0..{spec.count - 1})")
+            return Fault((f"member-{slot}",), lambda: wl.restart_member(slot),
+                         extra={"group": spec.group})
+        if step.action == "hold-commits":
+            return Fault(("members",), wl.commits_held.set, wl.commits_held.clear,
+                         {"group": spec.group})
+        raise NemesisError(f"the group handler has no action {step.action!r}")
+
+
 class HealHandler(Handler):
     """Repairs: the network alone, or everything (network, processes, disks)."""
 
@@ -281,7 +310,7 @@ class HealHandler(Handler):
 
 HANDLERS: dict[str, Handler] = {h.kind: h for h in (
     NetworkHandler(), ProcessHandler(), DiskHandler(), FileHandler(), ClockHandler(),
-    LeadershipHandler(), HealHandler())}
+    LeadershipHandler(), GroupHandler(), HealHandler())}
 
 
 def handler_for(action: str) -> Handler:

@@ -21,6 +21,10 @@ lets a cut-off leader keep acknowledging acks=1 writes). `isolate` also cuts cli
 reads (record timestamps, retention, ISR lag, group session timeouts), alternating with 0
 every `strobe_period_ms` when that is > 0. Without a duration it is a bump that stays until
 heal-all.
+
+`replace-member` and `hold-commits` act on the run's own clients (the subscribe workload's group
+members, harness/workload.py), not on a node: replace-member is a crashed consumer replaced by a
+new process (a rebalance on demand), hold-commits pauses the members' commits.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ class Param:
 @dataclass(frozen=True)
 class ActionSpec:
     name: str
-    kind: str  # network | process | disk | file | clock | leadership | heal (nemesis/handlers.py)
+    kind: str  # network | process | disk | file | clock | leadership | group | heal
     help: str
     target: bool = False  # takes `target:` (required when True)
     peers: bool = False  # takes optional `peers:` (partition)
@@ -155,6 +159,16 @@ _ACTIONS = [
                                         help="default: every broker of the plan"),
                        "topics": Param("topics", default=(),
                                        help="default: every topic of the plan")}),
+    ActionSpec("replace-member", "group", "replace a member of the subscribe workload's group: "
+               "its consumer leaves (LeaveGroup) without committing what it read since its "
+               "last commit, and a new process joins in its slot: "
+               "the group rebalances and the replacement resumes from the committed offsets",
+               params={"member": Param("int", default=0, min=0,
+                                       help="the member's slot, 0..consumers.count-1")}),
+    ActionSpec("hold-commits", "group", "the group's members read but do not commit (an "
+               "application that commits every few seconds): a commit the coordinator lost "
+               "is not overwritten by a later one before a rebalance reads it",
+               duration="required", undo="release commits"),
     ActionSpec("heal-all", "heal", "heal the network, resume, start, unstall: everything"),
 ]
 

@@ -62,6 +62,7 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
         cluster = self.cluster(m["cluster"][1], "cluster")
         workload = self.workload(m["workload"][1], "workload")
         faults = self.faults(m["faults"][1], "faults") if "faults" in m else ()
+        self.check_group_steps(faults, workload)
         nemesis = NemesisSpec()
         if "nemesis" in m:
             nemesis = self.nemesis(m["nemesis"][1], "nemesis", cluster)
@@ -222,8 +223,15 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
 
     def consumers(self, node: Node, path: str) -> ConsumerSpec:
         c = self.mapping(node, path, ("count", "poll_interval_ms", "partitions", "mode", "group",
-                                      "commit", "assignor", "max_poll_records"))
+                                      "commit", "assignor", "max_poll_records", "racks"))
         kw: dict[str, Any] = {}
+        if "racks" in c:
+            items = self.seq(c["racks"][1], f"{path}.racks")
+            racks = tuple(self.str_(n, join(f"{path}.racks", i)) for i, n in enumerate(items))
+            if not racks or not all(racks):
+                raise self.error(c["racks"][1], f"{path}.racks",
+                                 "a list of non-empty rack names (e.g. rack-2: broker 2's)")
+            kw["racks"] = racks
         if "count" in c:
             kw["count"] = self.int_(c["count"][1], f"{path}.count", 0, 1000)
         if "poll_interval_ms" in c:

@@ -112,6 +112,14 @@ class ConsumerSpec:
     commit: str = "sync"  # sync | none (subscribe mode)
     assignor: str = "range"  # range | roundrobin | cooperative-sticky
     max_poll_records: int = 500  # records per poll op at most (subscribe mode)
+    # KIP-392: consumer slot i sets client.rack = racks[i % len(racks)] (empty: no rack). A
+    # container broker N is in rack "rack-N", so with `cluster.switches: {replica-selector:
+    # rack-aware}` a consumer with rack "rack-N" reads from broker N when it holds a replica
+    # in the ISR (up to that replica's HW), else from the leader.
+    racks: tuple[str, ...] = ()
+
+    def rack(self, slot: int) -> str | None:
+        return self.racks[slot % len(self.racks)] if self.racks else None
 
 
 @dataclass(frozen=True)

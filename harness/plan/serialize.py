@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.plan.conditions import Condition
 from harness.plan.model import Plan
-from harness.plan.targets import SCALAR_KINDS, Target
+from harness.plan.targets import GROUP_KINDS, SCALAR_KINDS, Target
 
 
 def target_to_data(t: Target) -> Any:
@@ -27,6 +27,8 @@ def target_to_data(t: Target) -> Any:
         return {"broker": t.brokers[0]}
     if t.kind == "brokers":
         return {"brokers": list(t.brokers)}
+    if t.kind in GROUP_KINDS:
+        return {t.kind: t.group}
     return {"step": t.step}
 
 

@@ -118,6 +118,9 @@ class ClusterState:
     # The controllers that answered, by id (empty when the source has no quorum view, e.g. a
     # single controller without Raft): the input of controller.* conditions.
     quorum: dict[int, ControllerState] = field(default_factory=dict)
+    #: internal topics' partitions (`__consumer_offsets-<n>`), kept apart from `partitions`
+    #: (the workload's, which conditions and reports are about); group targets resolve here
+    internal: dict[str, PartitionState] = field(default_factory=dict)
 
     def partition(self, name: str) -> PartitionState | None:
         return self.partitions.get(name)

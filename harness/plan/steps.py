@@ -8,15 +8,16 @@ and partitions; `when` conditions parsed (a bad one reported with its column).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from yaml.nodes import MappingNode, Node, ScalarNode
 
 from harness.plan.actions import ACTIONS, RANDOM_KINDS, ActionSpec, Param
 from harness.plan.conditions import parse_condition
-from harness.plan.errors import ConditionError
-from harness.plan.model import ClusterSpec, NemesisSpec, Step
-from harness.plan.targets import MAPPING_KINDS, SCALAR_KINDS, Target
+from harness.plan.errors import ConditionError, PlanError
+from harness.plan.model import ClusterSpec, NemesisSpec, Step, WorkloadSpec
+from harness.plan.targets import GROUP_KINDS, MAPPING_KINDS, SCALAR_KINDS, Target
 from harness.plan.yamlnodes import describe, join, suggest
 
 if TYPE_CHECKING:
@@ -94,6 +95,30 @@ class StepsMixin:
             raise self.error(m["file"][1], f"{path}.partition",
                              f"file {kw['params']['file']} needs a partition")
         return Step(**kw)
+
+    def check_group_steps(self: PlanBuilder, steps: Sequence[Step], workload: WorkloadSpec
+                          ) -> None:
+        """Group actions and targets need the subscribe workload's group (and a member slot
+        it has)."""
+        c = workload.consumers
+        for i, st in enumerate(steps):
+            group_target = st.target is not None and st.target.kind in GROUP_KINDS
+            if ACTIONS[st.action].kind != "group" and not group_target:
+                continue
+            path = f"faults[{i}]"
+            if c.mode != "subscribe" or c.count < 1:
+                raise PlanError(self.source, st.line, path,
+                                f"step {st.name!r} acts on a consumer group: it needs "
+                                f"workload.consumers with mode: subscribe")
+            if group_target and st.target is not None and st.target.group != c.group:
+                raise PlanError(self.source, st.line, f"{path}.target",
+                                f"group {st.target.group!r} is not the workload's group "
+                                f"{c.group!r}")
+            member = st.params.get("member")
+            if st.action == "replace-member" and int(member or 0) >= c.count:
+                raise PlanError(self.source, st.line, f"{path}.member",
+                                f"no member {member}: the group has {c.count} "
+                                f"(0..{c.count - 1})")
 
     def timing(self: PlanBuilder, node: Node, path: str, m: dict[str, tuple[Node, Node]]
                ) -> dict[str, Any]:
@@ -199,6 +224,11 @@ class StepsMixin:
                 raise self.error(vnode, vpath, "needs at least one broker")
             return Target("brokers", brokers=tuple(self.broker_id(n, join(vpath, i))
                                                    for i, n in enumerate(items)))
+        if kind in GROUP_KINDS:
+            group = self.str_(vnode, vpath)
+            if not group:
+                raise self.error(vnode, vpath, "needs a consumer group id")
+            return Target(kind, group=group)
         step = self.str_(vnode, vpath)
         if step not in earlier:
             raise self.error(vnode, vpath, f"no earlier step named {step!r}"

@@ -3,7 +3,8 @@
 A `Target` is what a plan writes (`leader: t-0`, `follower: t-0` + `index`, `followers: t-0`,
 `broker: 2`, `brokers: [1, 2]`, `active-controller` (alias `controller`), `controller: 2`,
 `controllers`, `random-controller`, `random`, `majority`, `minority`, `all`, `client`, `rest`,
-`step: <name>`). `resolve` turns it into concrete `Node`s on one
+`step: <name>`, `coordinator: <group>`, `coordinator-followers: <group>`). `resolve` turns it
+into concrete `Node`s on one
 `ClusterState` snapshot, using the given RNG for the random kinds; it is a pure function, so
 a run that derives its RNG from the plan's seed (see `step_rng`) resolves reproducibly.
 
@@ -20,7 +21,10 @@ Meaning of each kind:
   poll, or any configured one when none did (what the random nemesis draws to hit controllers);
 - client: the harness's clients (only as an end of a link: `from:`/`to:`);
 - rest: every broker and controller not on the other side (only in peers/from/to);
-- step: the nodes an earlier step resolved to (e.g. start what `kill-leader` killed).
+- step: the nodes an earlier step resolved to (e.g. start what `kill-leader` killed);
+- coordinator / coordinator-followers: the group coordinator of a consumer group, i.e. the
+  leader of its `__consumer_offsets` partition (Kafka's partitionFor: the group id's Java
+  hash modulo the topic's partition count), or that partition's followers.
 """
 
 from __future__ import annotations
@@ -29,14 +33,18 @@ import random
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from broker_app.coordinator.records import partition_for
 from harness.plan.errors import ResolutionError
 from harness.plan.state import CLIENT, ClusterState, Node, broker, controller
 
 # Kinds written as a bare word, and kinds written as `kind: value`.
 SCALAR_KINDS = ("controller", "active-controller", "controllers", "random-controller", "random",
                 "majority", "minority", "all", "client", "rest")
-MAPPING_KINDS = ("leader", "follower", "followers", "broker", "brokers", "controller", "step")
+MAPPING_KINDS = ("leader", "follower", "followers", "broker", "brokers", "controller", "step",
+                 "coordinator", "coordinator-followers")
 ACTIVE_CONTROLLER = ("controller", "active-controller")  # the bare words naming the active one
+GROUP_KINDS = ("coordinator", "coordinator-followers")
+OFFSETS_TOPIC = "__consumer_offsets"
 ROLE_KINDS = SCALAR_KINDS + MAPPING_KINDS
 
 
@@ -48,6 +56,7 @@ class Target:
     brokers: tuple[int, ...] = ()  # broker / brokers
     step: str | None = None  # step
     controller: int | None = None  # `controller: N`; None for the bare word (the active one)
+    group: str | None = None  # coordinator / coordinator-followers
 
     def __str__(self) -> str:
         if self.kind in ("leader", "followers"):
@@ -62,6 +71,8 @@ class Target:
             return f"controller {self.controller}"
         if self.kind in ACTIVE_CONTROLLER:
             return "active controller"
+        if self.kind in GROUP_KINDS:
+            return f"{self.kind} of group {self.group}"
         return self.kind
 
 
@@ -152,11 +163,35 @@ def resolve(
         if not rest:
             raise ResolutionError("'rest' is empty: the other side holds every node")
         return rest
+    if k in GROUP_KINDS:
+        return _resolve_coordinator(target, state)
     if k == "step":
         if steps is None or target.step not in steps:
             raise ResolutionError(f"step {target.step!r} has not run yet")
         return steps[target.step]
     raise ResolutionError(f"unknown target kind {k!r}")
+
+
+def offsets_partition(group: str, state: ClusterState) -> str:
+    """The name of `group`'s `__consumer_offsets` partition on `state` (ResolutionError while
+    the topic does not exist yet: no consumer of any group asked for a coordinator)."""
+    count = sum(1 for name in state.internal if name.rpartition("-")[0] == OFFSETS_TOPIC)
+    if count == 0:
+        raise ResolutionError(f"{OFFSETS_TOPIC} does not exist yet (no group coordinator)")
+    return f"{OFFSETS_TOPIC}-{partition_for(group, count)}"
+
+
+def _resolve_coordinator(target: Target, state: ClusterState) -> tuple[Node, ...]:
+    assert target.group is not None
+    name = offsets_partition(target.group, state)
+    p = state.internal.get(name)
+    if p is None or p.leader is None:
+        raise ResolutionError(f"{name} (group {target.group}) has no leader")
+    if target.kind == "coordinator":
+        return (broker(p.leader),)
+    if not p.followers():
+        raise ResolutionError(f"{name} (group {target.group}) has no followers")
+    return tuple(broker(b) for b in sorted(p.followers()))
 
 
 def _order(n: Node) -> tuple[str, int]:

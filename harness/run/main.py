@@ -228,7 +228,7 @@ class Runner:
                                     if nemesis else [])
                 nemesis = Nemesis(cluster, self.steps, history, poller.latest, self.seed,
                                   on_event=lambda ev: progress.print(
-                                      f"fault {ev.kind}: {ev.step}: {ev.text}"))
+                                      f"fault {ev.kind}: {ev.step}: {ev.text}"), workload=wl)
                 t_workload[0] = time.monotonic()
                 progress.phase = "workload"
                 progress.start()

@@ -5,7 +5,8 @@ with the simulator's fault primitives, and the same nemesis ops in the history.
 targets through harness/plan/targets.resolve with step_rng(seed, i), so a schedule means
 what it means in a container run). Supported: partition, isolate, latency, heal, heal-all,
 kill (lose_unsynced), stop, start, restart, pause, resume, disk-sync, elect-preferred.
-Not simulated (refused up front by `check_supported`): bandwidth, disk-stall, reassign, rebalance.
+Not simulated (refused up front by `check_supported`): bandwidth, disk-stall, reassign, rebalance,
+clock, replace-member, hold-commits (the simulator has no consumer groups).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from harness.plan.targets import Target, resolve, step_rng
 from harness.plan.timing import FIRE, TIMED_OUT, step_status
 from harness.store.history import HistoryWriter
 
-UNSUPPORTED = ("bandwidth", "disk-stall", "reassign", "rebalance", "clock")
+UNSUPPORTED = ("bandwidth", "disk-stall", "reassign", "rebalance", "clock", "replace-member",
+               "hold-commits")
 STATE_INTERVAL_S = 0.2  # harness/state_poller.py's interval: `when` sees state this fresh
 RESTART_GAP_MS = 100
 

@@ -53,15 +53,26 @@ def test_smoke_plan_is_valid_and_stores_every_artifact(
     for name in ("plan.yaml", "run.json", "history.jsonl", "states.jsonl", "results.json",
                  "report.html"):
         assert (run / name).is_file() and (run / name).stat().st_size > 0, name
+    # Issue 13: a KRaft quorum of 3 controllers by default, each with its log and data dir.
+    controllers = {"controller-1", "controller-2", "controller-3"}
     assert {p.name for p in (run / "logs").iterdir()} >= {
-        "broker-1.log", "broker-2.log", "broker-3.log", "controller.log", "toxiproxy.log"}
-    assert {p.name for p in (run / "data").iterdir()} >= {"broker-1", "broker-2", "broker-3"}
+        "broker-1.log", "broker-2.log", "broker-3.log", "toxiproxy.log",
+        *(f"{c}.log" for c in controllers)}
+    assert {p.name for p in (run / "data").iterdir()} >= {"broker-1", "broker-2", "broker-3",
+                                                          *controllers}
+    assert (run / "quorum.jsonl").stat().st_size > 0  # the controller epoch timeline
+    assert 'id="elections-controller"' in (run / "report.html").read_text()
     assert (store / "latest").resolve() == run.resolve()
     results = json.loads((run / "results.json").read_text())
     assert results["valid"] is True and results["verdict"] == "as-expected"
     assert results["stats"]["acked"] > 100
     meta = json.loads((run / "run.json").read_text())
     assert meta["exit_code"] == 0 and meta["settled"] is True and isinstance(meta["seed"], int)
+    # Every controller link crossed Toxiproxy, and the voters' committed logs were compared.
+    assert all(not c["direct"] for n, c in meta["direct_connections"].items()
+               if n in controllers), meta["direct_connections"]
+    logs = meta["metadata_divergence"]["committed_log"]
+    assert logs["count"] == 0 and logs["committed"] > 0 and not logs["unreadable"], logs
     final = [o for o in _lines(run / "history.jsonl") if o["f"] == "poll" and o.get("final")]
     assert final, "no drain reads"
 

@@ -31,12 +31,16 @@ from aiokafka.structs import TopicPartition as AioTp
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 ROWS = [*(f"produce ({c})" for c in CODECS), "consume", "metadata", "list offsets",
         "create/delete topic", "create partitions", "describe configs", "alter configs",
-        "delete records", "describe log dirs", "describe cluster", "elect leaders",
+        "dynamic broker configs", "delete records", "describe log dirs", "describe cluster",
+        "elect leaders",
         "list/alter reassignments", "subscribe with a group + commit",
-        "list/describe/delete groups", "transactions"]  # fmt: skip
+        "list/describe/delete groups", "fetch from follower (client.rack)",
+        "transactions"]  # fmt: skip
+FOLLOWER_ROW = "fetch from follower (client.rack)"
 CLIENTS = ["confluent-kafka", "kafka-python", "aiokafka", "kcat"]
 Row = Callable[[str, str], "str | None"]
 VALUES = [b"r0", b"r1", b"r2"]
+BROKERS = ["1", "2", "3"]  # the compat cluster's broker ids, as config resource names
 
 
 def _check(cond: bool, what: str) -> None:
@@ -79,9 +83,22 @@ def _ck_admin(bs: str) -> cka.AdminClient:
     return cka.AdminClient({"bootstrap.servers": bs})
 
 
-def _ck_consume(bs: str, topic: str, n: int, group: str | None = None) -> list[bytes]:
+def rack_of(broker_id: int) -> str:
+    """The broker.rack test_client_compat.py gives broker `broker_id` (KIP-392 rows)."""
+    return f"rack-{broker_id}"
+
+
+def follower_rack(bs: str, topic: str) -> str:
+    """The rack of a follower of `topic`-0: a consumer there is sent to that follower."""
+    part = _ck_admin(bs).list_topics(topic, timeout=10).topics[topic].partitions[0]
+    return rack_of(next(r for r in part.replicas if r != part.leader))
+
+
+def _ck_consume(bs: str, topic: str, n: int, group: str | None = None,
+                rack: str = "") -> list[bytes]:
     c = ck.Consumer({"bootstrap.servers": bs, "group.id": group or _new_name(),
-                     "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                     "client.rack": rack})  # fmt: skip
     try:
         if group is None:
             c.assign([ck.TopicPartition(topic, 0, 0)])
@@ -114,6 +131,10 @@ def ck_produce(codec: str) -> Row:
 
 def ck_consume(bs: str, topic: str) -> None:
     _check(_ck_consume(bs, topic, 3) == VALUES, "records")
+
+
+def ck_follower(bs: str, topic: str) -> None:
+    _check(_ck_consume(bs, topic, 3, rack=follower_rack(bs, topic)) == VALUES, "records")
 
 
 def ck_metadata(bs: str, topic: str) -> None:
@@ -171,6 +192,66 @@ def ck_alter_configs(bs: str, topic: str) -> None:
         raise AssertionError("unknown config accepted")
 
 
+def _acks_all_ok(bs: str, topic: str) -> bool:
+    """One acks=all send to `topic` (RF 1, no topic-level min.insync.replicas): True when it
+    is acknowledged, False when the broker refuses it (NOT_ENOUGH_REPLICAS until the timeout)."""
+    # kafka-python's producer (no retries): the answer itself, NOT_ENOUGH_REPLICAS or not
+    p = kp.KafkaProducer(bootstrap_servers=bs, acks="all", retries=0, request_timeout_ms=5000)
+    try:
+        p.send(topic, b"v", partition=0).get(timeout=10)
+        return True
+    except kp.errors.KafkaError:
+        return False
+    finally:
+        p.close(timeout=5)
+
+
+def _rf1_topic(bs: str) -> str:
+    name, a = _new_name(), _ck_admin(bs)
+    a.create_topics([cka.NewTopic(name, 1, 1)])[name].result(15)
+    _eventually(lambda: _acks_all_ok(bs, name), "the new RF 1 topic takes acks=all sends", 15)
+    return name
+
+
+def _honoured(bs: str, alter: Callable[[str | None], None]) -> None:
+    """`alter(value)` sets (value None: deletes) a dynamic min.insync.replicas on every broker
+    (the client libraries accept only broker ids as names, not "" for the cluster default);
+    the brokers must honour it: an RF 1 topic without its own setting refuses acks=all at 2
+    and takes it again once the dynamic value is gone."""
+    topic = _rf1_topic(bs)
+    alter("2")
+    try:
+        _eventually(lambda: not _acks_all_ok(bs, topic), "min.insync.replicas=2 not honoured", 15)
+    finally:
+        alter(None)
+    _eventually(lambda: _acks_all_ok(bs, topic), "deleting the dynamic value not honoured", 15)
+
+
+def ck_broker_configs(bs: str, topic: str) -> None:
+    a = _ck_admin(bs)
+
+    def alter(value: str | None) -> None:
+        op = cka.AlterConfigOpType.SET if value is not None else cka.AlterConfigOpType.DELETE
+        for b in BROKERS:
+            res = cka.ConfigResource(cka.ResourceType.BROKER, b, incremental_configs=[
+                cka.ConfigEntry("min.insync.replicas", value, incremental_operation=op)])
+            a.incremental_alter_configs([res])[res].result(15)
+        if value is not None:  # described as a dynamic broker config (source 2)
+            b1 = cka.ConfigResource(cka.ResourceType.BROKER, "1")
+            entry = a.describe_configs([b1])[b1].result(10)["min.insync.replicas"]
+            _check((entry.value, int(entry.source)) == (value, 2), f"described {entry}")
+
+    _honoured(bs, alter)
+    bad = cka.ConfigResource(cka.ResourceType.BROKER, "1", incremental_configs=[
+        cka.ConfigEntry("no.such", "1", incremental_operation=cka.AlterConfigOpType.SET)])
+    try:
+        a.incremental_alter_configs([bad])[bad].result(15)
+    except ck.KafkaException as e:
+        _check("no.such" in str(e), str(e))
+    else:
+        raise AssertionError("unknown broker config accepted")
+
+
 def ck_delete_records(bs: str, topic: str) -> None:
     tp, a = ck.TopicPartition(topic, 0, 2), _ck_admin(bs)
     a.delete_records([tp])[tp].result(15)
@@ -223,9 +304,11 @@ def _kp_admin(bs: str) -> kp.KafkaAdminClient:
     return kp.KafkaAdminClient(bootstrap_servers=bs, request_timeout_ms=15000)
 
 
-def _kp_consume(bs: str, topic: str, n: int, group: str | None = None) -> list[bytes]:
+def _kp_consume(bs: str, topic: str, n: int, group: str | None = None,
+                rack: str = "") -> list[bytes]:
     c = kp.KafkaConsumer(bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
-                         enable_auto_commit=False, consumer_timeout_ms=15000)  # fmt: skip
+                         enable_auto_commit=False, consumer_timeout_ms=15000,
+                         client_rack=rack)  # fmt: skip
     try:
         if group is None:
             c.assign([kp.TopicPartition(topic, 0)])
@@ -257,6 +340,10 @@ def kp_produce(codec: str) -> Row:
 
 def kp_consume(bs: str, topic: str) -> None:
     _check(_kp_consume(bs, topic, 3) == VALUES, "records")
+
+
+def kp_follower(bs: str, topic: str) -> None:
+    _check(_kp_consume(bs, topic, 3, rack=follower_rack(bs, topic)) == VALUES, "records")
 
 
 def kp_metadata(bs: str, topic: str) -> None:
@@ -307,6 +394,17 @@ def kp_alter_configs(bs: str, topic: str) -> None:
     res = kpa.ConfigResource(kpa.ConfigResourceType.TOPIC, topic)
     _eventually(lambda: "4321" in str(a.describe_configs([res])), "retention.ms set")
     a.close()
+
+
+def kp_broker_configs(bs: str, topic: str) -> None:
+    a = _kp_admin(bs)
+    try:
+        # kafka-python 3 sends IncrementalAlterConfigs when the broker offers it: SET / DELETE
+        _honoured(bs, lambda v: a.alter_configs([kpa.ConfigResource(
+            kpa.ConfigResourceType.BROKER, b, configs={"min.insync.replicas": (
+                "DELETE", None) if v is None else v}) for b in BROKERS]))
+    finally:
+        a.close()
 
 
 def kp_delete_records(bs: str, topic: str) -> None:
@@ -389,9 +487,10 @@ def _aio(coro_fn: Callable[..., Any]) -> Row:
     return row
 
 
-async def _aio_consume(bs: str, topic: str, n: int, group: str | None = None) -> list[bytes]:
+async def _aio_consume(bs: str, topic: str, n: int, group: str | None = None,
+                       rack: str | None = None) -> list[bytes]:
     c = AIOKafkaConsumer(bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
-                         enable_auto_commit=False)  # fmt: skip
+                         enable_auto_commit=False, client_rack=rack)  # fmt: skip
     await c.start()
     try:
         if group is None:
@@ -432,6 +531,11 @@ def aio_produce(codec: str) -> Row:
 
 async def _aio_consume_row(bs: str, topic: str) -> None:
     _check(await _aio_consume(bs, topic, 3) == VALUES, "records")
+
+
+async def _aio_follower(bs: str, topic: str) -> None:
+    got = await asyncio.wait_for(_aio_consume(bs, topic, 3, rack=follower_rack(bs, topic)), 20)
+    _check(got == VALUES, "records")
 
 
 async def _aio_metadata(bs: str, topic: str) -> None:
@@ -498,6 +602,21 @@ async def _aio_alter_configs(bs: str, topic: str) -> None:
         await _eventually_async(done, "retention.ms set")
     finally:
         await a.close()
+
+
+def aio_broker_configs(bs: str, topic: str) -> None:
+    async def alter(value: str | None) -> None:
+        a = await _aio_admin(bs)
+        try:
+            # AlterConfigs (not incremental): the resource's dynamic configs become exactly
+            # these, so {} deletes them
+            await a.alter_configs([AioConfigResource(AioResourceType.BROKER, b, configs={}
+                                  if value is None else {"min.insync.replicas": value})
+                                   for b in BROKERS])
+        finally:
+            await a.close()
+
+    _honoured(bs, lambda v: asyncio.run(alter(v)))
 
 
 async def _aio_delete_records(bs: str, topic: str) -> None:
@@ -572,6 +691,13 @@ def _kcat_consume(bs: str, topic: str, n: int) -> list[bytes]:
     return out.splitlines()
 
 
+def kcat_follower(bs: str, topic: str) -> None:
+    # no -e: the follower may answer an empty fetch (its HW not yet at 3) before the records
+    out = _kcat("-C", "-b", bs, "-t", topic, "-p", "0", "-o", "beginning", "-c", "3",
+                "-X", f"client.rack={follower_rack(bs, topic)}")
+    _check(out.splitlines() == VALUES, f"records {out!r}")
+
+
 def kcat_metadata(bs: str, topic: str) -> None:
     md = json.loads(_kcat("-L", "-b", bs, "-t", topic, "-J"))
     [t] = md["topics"]
@@ -605,20 +731,24 @@ TABLE: dict[str, dict[str, Row]] = {
         "consume": ck_consume, "metadata": ck_metadata, "list offsets": ck_list_offsets,
         "create/delete topic": ck_create_delete, "create partitions": ck_create_partitions,
         "describe configs": ck_describe_configs, "alter configs": ck_alter_configs,
+        "dynamic broker configs": ck_broker_configs,
         "delete records": ck_delete_records, "describe log dirs": _na,
         "describe cluster": ck_describe_cluster, "elect leaders": ck_elect_leaders,
         "list/alter reassignments": _na, "subscribe with a group + commit": ck_group,
         "list/describe/delete groups": ck_groups_admin, "transactions": ck_transactions,
+        FOLLOWER_ROW: ck_follower,
     },
     "kafka-python": {
         **{f"produce ({c})": kp_produce(c) for c in CODECS},
         "consume": kp_consume, "metadata": kp_metadata, "list offsets": kp_list_offsets,
         "create/delete topic": kp_create_delete, "create partitions": kp_create_partitions,
         "describe configs": kp_describe_configs, "alter configs": kp_alter_configs,
+        "dynamic broker configs": kp_broker_configs,
         "delete records": kp_delete_records, "describe log dirs": kp_describe_log_dirs,
         "describe cluster": kp_describe_cluster, "elect leaders": kp_elect_leaders,
         "list/alter reassignments": kp_reassignments, "subscribe with a group + commit": kp_group,
         "list/describe/delete groups": kp_groups_admin, "transactions": kp_transactions,
+        FOLLOWER_ROW: kp_follower,
     },
     "aiokafka": {
         **{f"produce ({c})": aio_produce(c) for c in CODECS},
@@ -627,17 +757,18 @@ TABLE: dict[str, dict[str, Row]] = {
         "create partitions": _aio(_aio_create_partitions),
         "describe configs": _aio(_aio_describe_configs),
         "alter configs": _aio(_aio_alter_configs), "delete records": _aio(_aio_delete_records),
+        "dynamic broker configs": aio_broker_configs,
         "describe log dirs": _na, "describe cluster": _aio(_aio_describe_cluster),
         "elect leaders": _na, "list/alter reassignments": _na,
         "subscribe with a group + commit": _aio(_aio_group),
         "list/describe/delete groups": _aio(_aio_groups_admin),
-        "transactions": _aio(_aio_transactions),
+        "transactions": _aio(_aio_transactions), FOLLOWER_ROW: _aio(_aio_follower),
     },
     # kcat's rows beyond these are admin features it does not have
     "kcat": {
         **{r: _na for r in ROWS},
         **{f"produce ({c})": kcat_produce(c) for c in CODECS},
         "consume": kcat_consume, "metadata": kcat_metadata,
-        "subscribe with a group + commit": kcat_group,
+        "subscribe with a group + commit": kcat_group, FOLLOWER_ROW: kcat_follower,
     },
 }  # fmt: skip

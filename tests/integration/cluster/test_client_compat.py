@@ -20,7 +20,7 @@ from confluent_kafka import Producer
 from broker_app.storage.records import iter_batches
 
 from ..controller.conftest import ControllerProcess
-from .compat_rows import CLIENTS, CODECS, ROWS, TABLE, VALUES
+from .compat_rows import CLIENTS, CODECS, FOLLOWER_ROW, ROWS, TABLE, VALUES, rack_of
 from .conftest import REPO, SESSION_MS, BrokerProcess, Cluster
 from .helpers import create_topic, wait_until
 
@@ -30,7 +30,8 @@ DOC = REPO / "docs" / "compat.md"
 README = REPO / "README.md"
 BEGIN, END = "<!-- compat-table:begin -->", "<!-- compat-table:end -->"
 BROKER_ARGS = ["--offsets-topic-num-partitions", "3", "--group-initial-rebalance-delay-ms", "0",
-               "--group-min-session-timeout-ms", "1000"]  # fmt: skip
+               "--group-min-session-timeout-ms", "1000",
+               "--replica-selector", "rack-aware"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,8 @@ def compat_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster
         c.start()
         brokers = {}
         for i in (1, 2, 3):
-            b = BrokerProcess(i, root / f"broker-{i}", c.bootstrap, BROKER_ARGS)
+            b = BrokerProcess(i, root / f"broker-{i}", c.bootstrap,
+                              [*BROKER_ARGS, "--broker-rack", rack_of(i)])
             started.append(b)
             b.start()
             brokers[i] = b
@@ -77,6 +79,16 @@ def stored_codecs(cluster: Cluster, topic: str) -> set[int]:
     return codecs
 
 
+def follower_reads(cluster: Cluster, topic: str) -> dict[int, int]:
+    """Broker id -> consumer fetches with records it served for `topic`-0 as a follower."""
+    out = {}
+    for i, b in cluster.brokers.items():
+        p = b.partition(topic)
+        if p is not None and p.get("follower_reads"):
+            out[i] = p["follower_reads"]
+    return out
+
+
 def measure(cluster: Cluster) -> tuple[dict[tuple[str, str], str], dict[str, float]]:
     cells: dict[tuple[str, str], str] = {}
     seconds: dict[str, float] = {}
@@ -92,6 +104,10 @@ def measure(cluster: Cluster) -> tuple[dict[tuple[str, str], str], dict[str, flo
                     want = {CODECS.index(row[len("produce ("):-1])}
                     got = stored_codecs(cluster, topic)
                     assert got == want, f"stored codecs {got}, expected {want}"
+                if row == FOLLOWER_ROW and out is None:
+                    # the client must have followed the leader's redirect (KIP-392)
+                    served = follower_reads(cluster, topic)
+                    assert served, f"no follower served {topic}-0 (leader only)"
                 cells[(client, row)] = "yes" if out is None else out
             except Exception as e:  # noqa: BLE001 - the cell records any failure
                 cells[(client, row)] = f"FAIL: {type(e).__name__}: {str(e)[:80]}"

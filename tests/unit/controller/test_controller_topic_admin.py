@@ -78,3 +78,37 @@ def test_alter_topic_configs_writes_config_records_only_for_changes(cluster) -> 
     assert records == [TopicConfig(str(cluster.image.topics["a"].topic_id), "retention.ms", "5")]
     cluster.controller.alter_topic_configs([("a", {"min.insync.replicas": None})], False, 0)
     assert dict(cluster.image.topics["a"].configs) == {"retention.ms": "5"}
+
+
+def test_dynamic_broker_configs_are_records_replayed_and_snapshotted(cluster) -> None:
+    from broker_app.metadata.records import BrokerConfig
+    from broker_app.metadata.snapshot import decode_snapshot, encode_snapshot
+
+    records = cluster.controller.alter_broker_configs("1", {"min.insync.replicas": "2"}, False, 0)
+    assert records == [BrokerConfig("1", "min.insync.replicas", "2")]
+    assert cluster.controller.alter_broker_configs("1", {"min.insync.replicas": "2"}, False,
+                                                   0) == []  # no change, no record
+    cluster.controller.alter_broker_configs("", {"unclean.leader.election.enable": "true"},
+                                            False, 0)
+    image = cluster.image
+    assert image.broker_config(1, "min.insync.replicas") == "2"
+    assert image.broker_config(2, "min.insync.replicas") is None
+    assert image.broker_config(2, "unclean.leader.election.enable") == "true"
+    # replayed from the log by a restarted controller, and kept by a snapshot
+    assert QuorumController(cluster.controller.config, cluster.log).image.broker_configs == \
+        image.broker_configs
+    assert decode_snapshot(encode_snapshot(image), image.offset + 1).broker_configs == \
+        image.broker_configs
+    cluster.controller.alter_broker_configs("1", {"min.insync.replicas": None}, False, 0)
+    assert cluster.image.broker_config(1, "min.insync.replicas") is None
+    assert "1" not in cluster.image.broker_configs
+
+
+def test_dynamic_cluster_default_of_unclean_election(cluster) -> None:
+    cluster.create("a")
+    c = cluster.controller
+    assert not c._unclean(c.image.topics["a"])
+    c.alter_broker_configs("", {"unclean.leader.election.enable": "true"}, False, 0)
+    assert c._unclean(c.image.topics["a"])
+    c.alter_topic_configs([("a", {"unclean.leader.election.enable": "false"})], False, 0)
+    assert not c._unclean(c.image.topics["a"])  # the topic's own setting wins

@@ -12,6 +12,7 @@ from broker_app.protocol.apis import ApiKey
 from broker_app.protocol.codec import decode_request, encode_request, request_class
 from broker_app.protocol.entities import build
 from broker_app.protocol.error_codes import Errors as E
+from broker_app.protocol.errors import ProtocolError
 from broker_app.server.kafka_apis import Deferred
 from broker_app.server.main import build_broker
 
@@ -170,5 +171,105 @@ def test_legacy_acks_1_answers_before_replication(tmp_path: Path) -> None:
         assert _commit(apis, 3) == E.NONE  # answered at once; the follower has nothing yet
         part = rm.get_partition("__consumer_offsets", 0)
         assert part.high_watermark < part.log.log_end_offset
+    finally:
+        lm.shutdown()
+
+
+def _heartbeat(apis, member: str, generation: int) -> int:
+    return _call(apis, ApiKey.HEARTBEAT, 4, {
+        "group_id": "g", "generation_id": generation, "member_id": member,
+        "group_instance_id": None}).error_code.value  # fmt: skip
+
+
+def test_group_requests_during_a_rebalance_and_against_a_live_group(tmp_path: Path) -> None:
+    apis, lm = _broker(tmp_path / "d")
+    try:
+        apis._create_topic("t", 1, 1, {})
+        _find(apis)
+        m1 = _join(apis, _join(apis).member_id)
+        assert (m1.error_code.value, m1.generation_id) == (E.NONE, 1)
+        _call(apis, ApiKey.SYNC_GROUP, 5, {
+            "group_id": "g", "generation_id": 1, "member_id": m1.member_id,
+            "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+            "assignments": [{"member_id": m1.member_id, "assignment": b"a"}]})  # fmt: skip
+        # A join with another protocol type than the group's: INCONSISTENT_GROUP_PROTOCOL.
+        other = _call(apis, ApiKey.JOIN_GROUP, 5, {
+            "group_id": "g", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+            "member_id": "", "group_instance_id": None, "protocol_type": "connect",
+            "protocols": [{"name": "x", "metadata": b""}], "reason": None})  # fmt: skip
+        assert other.error_code.value == E.INCONSISTENT_GROUP_PROTOCOL
+        # A live group cannot be deleted.
+        deleted = _call(apis, ApiKey.DELETE_GROUPS, 2, {"groups_names": ["g"]})
+        assert deleted.results[0].error_code.value == E.NON_EMPTY_GROUP
+        # A second member starts a rebalance (its join parks until the first rejoins): the
+        # first member's heartbeat gets REBALANCE_IN_PROGRESS (rejoin); its commit under the
+        # current generation is still accepted, as Kafka accepts it in PreparingRebalance (the
+        # commit-before-revoke pattern).
+        m2_id = _join(apis).member_id
+        body = build(request_class(ApiKey.JOIN_GROUP, 5), {
+            "group_id": "g", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+            "member_id": m2_id, "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"sub"}], "reason": None})  # fmt: skip
+        parked = apis.handle(decode_request(encode_request("client-b", 2, body)[4:]))
+        assert isinstance(parked, Deferred) and not parked.done
+        assert _heartbeat(apis, m1.member_id, 1) == E.REBALANCE_IN_PROGRESS
+        assert _commit(apis, 3, 1, m1.member_id) == E.NONE
+        rejoined = _join(apis, m1.member_id)
+        assert (rejoined.error_code.value, rejoined.generation_id) == (E.NONE, 2)
+        # Joined but not synced (CompletingRebalance): a commit is REBALANCE_IN_PROGRESS.
+        assert _commit(apis, 4, 2, m1.member_id) == E.REBALANCE_IN_PROGRESS
+        sync_old = _call(apis, ApiKey.SYNC_GROUP, 5, {
+            "group_id": "g", "generation_id": 1, "member_id": m1.member_id,
+            "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+            "assignments": []})  # fmt: skip
+        assert sync_old.error_code.value == E.ILLEGAL_GENERATION
+    finally:
+        lm.shutdown()
+
+
+def test_truncated_group_requests_are_refused_not_crashed_on(tmp_path: Path) -> None:
+    """Every group API request cut at every length either fails to decode (ProtocolError: the
+    network layer closes that connection) or gets an answer; the handler never raises."""
+    apis, lm = _broker(tmp_path / "d")
+    requests = {
+        (ApiKey.JOIN_GROUP, 5): {
+            "group_id": "g", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+            "member_id": "m", "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"sub"}], "reason": None},
+        (ApiKey.SYNC_GROUP, 5): {
+            "group_id": "g", "generation_id": 1, "member_id": "m", "group_instance_id": None,
+            "protocol_type": "consumer", "protocol_name": "range",
+            "assignments": [{"member_id": "m", "assignment": b"a"}]},
+        (ApiKey.HEARTBEAT, 4): {"group_id": "g", "generation_id": 1, "member_id": "m",
+                                "group_instance_id": None},
+        (ApiKey.LEAVE_GROUP, 3): {"group_id": "g", "members": [
+            {"member_id": "m", "group_instance_id": None}]},
+        (ApiKey.OFFSET_COMMIT, 8): {
+            "group_id": "g", "generation_id_or_member_epoch": 1, "member_id": "m",
+            "group_instance_id": None, "topics": [{"name": "t", "partitions": [{
+                "partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                "committed_metadata": ""}]}]},
+        (ApiKey.OFFSET_FETCH, 7): {"group_id": "g", "topics": [
+            {"name": "t", "partition_indexes": [0]}], "require_stable": False},
+    }  # fmt: skip
+    try:
+        apis._create_topic("t", 1, 1, {})
+        _find(apis)
+        answered = refused = 0
+        for (key, version), data in requests.items():
+            frame = encode_request("client-a", 1, build(request_class(key, version), data))[4:]
+            for cut in range(len(frame)):
+                try:
+                    request = decode_request(frame[:cut])
+                except ProtocolError:
+                    refused += 1
+                    continue
+                result = apis.handle(request)  # must not raise
+                if isinstance(result, Deferred):
+                    apis.groups.tick()
+                answered += 1
+        assert refused > 0 and refused + answered == sum(
+            len(encode_request("client-a", 1, build(request_class(k, v), d))) - 4
+            for (k, v), d in requests.items())
     finally:
         lm.shutdown()
