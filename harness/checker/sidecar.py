@@ -219,6 +219,9 @@ def sidecar_for(history: Path) -> Path | None:
     try:
         build(history, sidecar)
     except (NotColumnar, OSError, UnicodeDecodeError):
-        sidecar.unlink(missing_ok=True)  # a stale sidecar is never left to be trusted
+        try:
+            sidecar.unlink(missing_ok=True)  # a stale sidecar is not left lying about
+        except OSError:
+            pass  # a read-only run dir: harmless, a sidecar is trusted only when it matches
         return None
     return sidecar
