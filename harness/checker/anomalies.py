@@ -8,7 +8,8 @@ path, as the run id. `by_partition(ev)` shuffles it once by (rid, topic, partiti
 caches that (`part`) and everything else reads it:
 - `run_stats(part)`: per run, counts for stats, index span and row problems (validation), as
   one or two rows that `merge_run_stats` adds up;
-- `order_problems(part)`: (rid, n) for runs whose ops break pairing or repeat a send value;
+- `order_problems(part)`: (rid, n) for runs whose ops break pairing, repeat a send value or
+  an index;
 - `anomaly_rows(anomaly_input(part), obs)`: one row per counted anomaly unit: rid, anomaly,
   topic, partition, acks, key, ex, where `ex` lists the history indexes involved and `key`
   orders examples (earliest first); `acks` is set only for lost-write (stats.lost_by_acks).
@@ -200,8 +201,9 @@ def merge_run_stats(rows: list[dict]) -> dict[int, dict]:
 
 def order_problems(ev: DataFrame) -> DataFrame:
     """(rid, n) for runs where a process's ops do not pair up (invoke, completion, invoke…; a
-    completion has its invoke's f) or a send value is invoked twice (the checks identify a
-    message by its value). File order itself is the plain validator's job."""
+    completion has its invoke's f), a send value is invoked twice (the checks identify a
+    message by its value) or two lines share an index. File order itself is the plain
+    validator's job."""
     ops = ev.filter((c("kind") == OP) & (c("process") >= 0) & c("index").isNotNull())
     w = Window.partitionBy("rid", "process").orderBy("index")
     invoke = TYPE["invoke"]
@@ -221,7 +223,18 @@ def order_problems(ev: DataFrame) -> DataFrame:
         .count()
         .filter(c("count") > 1)
     )
-    return paired.select("rid").unionByName(twice.select("rid")).groupBy("rid").count()
+    # An index held by two lines of different processes (nemesis included), with another one
+    # missing, keeps the count and the span right: only a count per index sees it.
+    repeated = (
+        ev.filter((c("kind") == OP) & c("index").isNotNull())
+        .groupBy("rid", "index")
+        .count()
+        .filter(c("count") > 1)
+    )
+    return (
+        paired.select("rid").unionByName(twice.select("rid")).unionByName(repeated.select("rid"))
+        .groupBy("rid").count()
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------- anomalies

@@ -11,10 +11,14 @@ The metadata check's result, which `highwater run` stores in run.json (`metadata
 harness.metadata_check), is carried into results.json as `metadata-divergence` (its own name,
 HISTORY.md) and judged in the run's verdict (`RunResult.verdict`, expectations.run_verdict), not
 in results.json's `verdict`, which stays the history's; re-checking a stored run keeps it.
-All histories are read as one DataFrame and checked together, in one Spark session (the caller's
-active one when there is one, else the process's `process_session`, kept for later checks): each
-line is parsed once into a flat table of ops and poll records, shuffled once by topic-partition
-and cached (`anomalies.by_partition`); every check reads that table (see `_check`).
+A history is read from its Parquet sidecar (harness.checker.sidecar: built beside it on the
+first check, while the Spark session starts, and used only while it matches the jsonl's size
+and SHA-256) or, when it has none (a line pyarrow cannot read with the schema), as JSON; both
+give the same table, so the same results.json. All histories are read as one DataFrame and
+checked together, in one Spark session (the caller's active one when there is one, else the
+process's `process_session`, kept for later checks): each line is parsed once into a flat
+table of ops and poll records, shuffled once by topic-partition and cached
+(`anomalies.by_partition`); every check reads that table (see `_check`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import atexit
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -69,6 +74,7 @@ class _Run:
     run_dir: Path
     history: Path
     expectations: list[Expectation] = field(default_factory=list)
+    sidecar: Path | None = None  # history.parquet matching history (sidecar.sidecar_for)
 
 
 def plan_expected(run_dir: Path) -> Any:
@@ -166,20 +172,46 @@ def check_runs(
     spark=None,
     timings: dict[str, float] | None = None,
     expectations: Sequence[Expectation] | None = None,
+    sidecars: bool = True,
 ) -> list[RunResult]:
-    """Check every run dir; see the module docstring. `timings` receives seconds per phase."""
+    """Check every run dir; see the module docstring. `timings` receives seconds per phase;
+    `sidecars=False` reads every history.jsonl as JSON (no Parquet sidecar built or read)."""
     run_dirs = [Path(d) for d in run_dirs]
     runs, failed = _prepare_runs(run_dirs, expected, expectations)
     checked: dict[Path, RunResult] = {}
+    timings = timings if timings is not None else {}
     if runs:
         if spark is None:
             from pyspark.sql import SparkSession
 
-            spark = SparkSession.getActiveSession() or process_session(spark_master)
-        found = _check(spark, runs, timings if timings is not None else {})
+            spark = SparkSession.getActiveSession()
+        if spark is None:
+            # Start the JVM while the sidecars are built: both take seconds, and the sidecar
+            # build runs in C++ threads that leave the GIL (and the cores) to the start-up.
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(1) as pool:
+                starting = pool.submit(process_session, spark_master)
+                if sidecars:
+                    _sidecars(runs, timings)
+                spark = starting.result()
+            timings["spark start"] = time.perf_counter() - t0  # overlapped with the sidecars
+        elif sidecars:
+            _sidecars(runs, timings)
+        found = _check(spark, runs, timings)
         for run, result in zip(runs, found, strict=True):
             checked[run.run_dir] = result
     return [failed.get(d) or checked[d] for d in run_dirs]
+
+
+def _sidecars(runs: list[_Run], timings: dict[str, float]) -> None:
+    """Each run's Parquet sidecar (harness.checker.sidecar), built or rebuilt when it does not
+    match its history; a history that has none is read as JSON."""
+    from harness.checker.sidecar import sidecar_for
+
+    t0 = time.perf_counter()
+    for run in runs:
+        run.sidecar = sidecar_for(run.history)
+    timings["sidecar"] = time.perf_counter() - t0
 
 
 def process_session(master: str = "local[*]"):
@@ -198,20 +230,33 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
     three jobs on it: per-run stats and row validation, ordering validation, anomalies."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
 
     from harness.checker import anomalies as A
 
     t0 = time.perf_counter()
     by_key = {str(r.history.parent): r for r in runs}
-    paths = sorted({str(r.history) for r in runs})  # a dir given twice is read once
-    _tune(spark, paths)
-    raw = (
-        spark.read.schema(history_schema())
-        .option("mode", "PERMISSIVE")
-        .option("columnNameOfCorruptRecord", "_corrupt_record")
-        .json(paths)
-        .withColumn("file", F.col("_metadata.file_path"))
-    )
+    # A dir given twice is read once; a run with a sidecar is read from it, the rest as JSON.
+    columnar = sorted({str(r.sidecar) for r in runs if r.sidecar is not None})
+    jsonl = sorted({str(r.history) for r in runs if r.sidecar is None})
+    _tune(spark, columnar + jsonl)
+    schema = history_schema()
+    tables = []
+    if columnar:  # the sidecar has every column but _corrupt_record (its lines all parsed)
+        tables.append(
+            spark.read.schema(StructType(schema.fields[:-1])).parquet(*columnar)
+            .withColumn("_corrupt_record", F.lit(None).cast("string"))
+            .withColumn("file", F.col("_metadata.file_path"))
+        )  # fmt: skip
+    if jsonl:
+        tables.append(
+            spark.read.schema(schema)
+            .option("mode", "PERMISSIVE")
+            .option("columnNameOfCorruptRecord", "_corrupt_record")
+            .json(jsonl)
+            .withColumn("file", F.col("_metadata.file_path"))
+        )
+    raw = tables[0] if len(tables) == 1 else tables[0].unionByName(tables[1])
     level = StorageLevel.MEMORY_AND_DISK
     # The one shuffle of the events, cached: every job below reads it (no cache of the parse
     # itself, which was a second copy of the same rows).

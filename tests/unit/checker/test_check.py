@@ -107,6 +107,26 @@ def test_malformed_history_is_an_error_with_file_and_line(checked) -> None:
     assert not (r.run_dir / "results.json").exists()
 
 
+@pytest.mark.parametrize("sidecars", [True, False])
+def test_index_repeated_by_another_process_with_one_missing(spark, tmp_path, copy_fixture,
+                                                            sidecars) -> None:
+    """A repeated index and a missing one leave the count and the span as they should be: only
+    a per-index count sees it, whichever processes (nemesis included) hold the two lines."""
+    from harness.checker.check import check_runs
+
+    runs = {}
+    for name, old, new in (("nemesis-dup", '"index":1,', '"index":0,'),  # nemesis vs process 0
+                           ("client-dup", '"index":6,', '"index":4,')):  # process 1 vs 0
+        run = copy_fixture("clean", tmp_path / name)
+        history = run / "history.jsonl"
+        history.write_text(history.read_text().replace(old, new, 1))
+        runs[name] = run
+    found = check_runs(list(runs.values()), spark=spark, sidecars=sidecars)
+    for (name, run), r in zip(runs.items(), found, strict=True):
+        assert r.results is None and "index" in r.error, (name, r.error)
+        assert not (run / "results.json").exists()
+
+
 def test_examples_capped_at_ten_and_earliest_first(spark, tmp_path) -> None:
     from harness.checker.check import check_runs
     from harness.store.history import HistoryWriter
