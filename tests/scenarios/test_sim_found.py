@@ -31,6 +31,8 @@ CASES = [
      {"cluster.switches.truncation": "kip-279"}),
     ("targeted-logend-minimal.yaml", 1, "uncommitted-read",
      {"cluster.switches.consumer-visibility": "high-watermark"}),
+    ("targeted-eagermin1-minimal.yaml", 208, "lost-write",
+     {"cluster.switches.isr-update": "maximal"}),
     ("targeted-unclean-minimal.yaml", 13, "lost-write",
      {"cluster.switches.unclean-leader-election": "false"}),
 ]
