@@ -132,12 +132,7 @@ class Process:
         # (requests, responses, callbacks) then waited for the cyclic GC instead of being
         # freed at once - the GC was most of a schedule's time.
         def run(*args: Any) -> None:
-            if self.generation != gen or not self.up:
-                return
-            if self.paused:
-                self._deferred.append((gen, fn, args))
-                return
-            fn(*args)
+            self._run_guarded(gen, fn, args)
 
         return run
 

@@ -4,9 +4,10 @@ that behaviour switched back (today's Kafka). Seconds per case; the same files a
 `highwater run` replays in containers.
 
 They were found on the one-controller simulator (before it ran a Raft quorum), and minimal
-schedules are timing-exact: they replay with `cluster.controllers: 1` (plans now default to a
+schedules are timing-exact: the files say `cluster.controllers: 1` (plans now default to a
 3-voter quorum, whose commit round trip shifts the interleaving; kip101 and hwtrunc then no
-longer reproduce on seed 112 / 1).
+longer reproduce on seed 112 / 1), and so does chaos_plans/random-targeted.yaml, so
+`sim explore` on it finds them again at the same seeds.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from harness.plan.loader import load_plan
 from harness.sim.run import AS_EXPECTED, UNEXPECTED, simulate
 
 FOUND = Path(__file__).resolve().parents[2] / "chaos_plans" / "found"
-ONE_CONTROLLER = {"cluster.controllers": "1"}  # as they were found (see above)
 
 # file, seed it was found at, what the file's legacy setting shows, the fixed override
 CASES = [
@@ -31,6 +31,8 @@ CASES = [
      {"cluster.switches.truncation": "kip-279"}),
     ("targeted-logend-minimal.yaml", 1, "uncommitted-read",
      {"cluster.switches.consumer-visibility": "high-watermark"}),
+    ("targeted-eagermin1-minimal.yaml", 208, "lost-write",
+     {"cluster.switches.isr-update": "maximal"}),
     ("targeted-unclean-minimal.yaml", 13, "lost-write",
      {"cluster.switches.unclean-leader-election": "false"}),
 ]
@@ -40,12 +42,13 @@ CASES = [
 def test_found_schedule_reproduces_and_the_fix_holds(tmp_path: Path, name: str, seed: int,
                                                      anomaly: str, fixed: dict[str, str]) -> None:
     path = FOUND / name
-    legacy = load_plan(path, ONE_CONTROLLER)
+    legacy = load_plan(path)
+    assert legacy.cluster.controllers == 1  # as found (see above)
     r = simulate(legacy, legacy.faults, seed, tmp_path / "legacy")
     if anomaly == "diverged-offsets":
         assert r.diverged, "the legacy replicas did not diverge"
     else:
         assert r.verdict == UNEXPECTED and r.results["anomalies"][anomaly]["count"] > 0
-    plan = load_plan(path, {**fixed, **ONE_CONTROLLER})
+    plan = load_plan(path, fixed)
     f = simulate(plan, plan.faults, seed, tmp_path / "fixed")
     assert f.verdict == AS_EXPECTED and not f.diverged
