@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from harness.store.states import read_samples
+
 QUORUM_FILE = "quorum.jsonl"
 
 
@@ -97,28 +99,7 @@ def parse_quorum_sample(obj: Any) -> tuple[QuorumSample | None, str | None]:
 def read_quorum(path: str | Path, max_problems: int = 20
                 ) -> tuple[list[QuorumSample], list[str]]:
     """Samples sorted by time, and problems (`file:line: ...`)."""
-    path = Path(path)
-    samples: list[QuorumSample] = []
-    problems: list[str] = []
-    if not path.is_file():
-        return samples, problems
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for lineno, text in enumerate(fh, start=1):
-                if not text.strip():
-                    continue
-                try:
-                    sample, problem = parse_quorum_sample(json.loads(text))
-                except json.JSONDecodeError as e:
-                    sample, problem = None, f"not valid JSON ({e.msg})"
-                if sample is not None:
-                    samples.append(sample)
-                elif len(problems) < max_problems:
-                    problems.append(f"{path}:{lineno}: {problem}")
-    except OSError as e:
-        problems.append(f"{path}: cannot read: {e.strerror or e}")
-    samples.sort(key=lambda s: s.time)
-    return samples, problems
+    return read_samples(path, parse_quorum_sample, max_problems)
 
 
 def active_changes(samples: list[QuorumSample]) -> list[tuple[float, int, int]]:

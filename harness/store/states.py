@@ -33,7 +33,9 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
+
+S = TypeVar("S")
 
 STATES_FILE = "states.jsonl"
 ROLES = ("leader", "follower", "none")
@@ -140,8 +142,16 @@ def parse_sample(obj: Any) -> tuple[StateSample | None, str | None]:
 
 def read_states(path: str | Path, max_problems: int = 20) -> tuple[list[StateSample], list[str]]:
     """Samples sorted by time, and problems (`file:line: ...`); a missing file is no samples."""
+    return read_samples(path, parse_sample, max_problems)
+
+
+def read_samples(path: str | Path, parse: Callable[[Any], tuple[S | None, str | None]],
+                 max_problems: int = 20) -> tuple[list[S], list[str]]:
+    """A JSON-lines sample file: `parse` each line; samples sorted by their `time`, and one
+    `file:line: problem` per bad line (at most max_problems). Never raises on bad data; a
+    missing file is no samples. Shared by states.jsonl and quorum.jsonl."""
     path = Path(path)
-    samples: list[StateSample] = []
+    samples: list[S] = []
     problems: list[str] = []
     if not path.is_file():
         return samples, problems
@@ -151,7 +161,7 @@ def read_states(path: str | Path, max_problems: int = 20) -> tuple[list[StateSam
                 if not text.strip():
                     continue
                 try:
-                    sample, problem = parse_sample(json.loads(text))
+                    sample, problem = parse(json.loads(text))
                 except json.JSONDecodeError as e:
                     sample, problem = None, f"not valid JSON ({e.msg})"
                 if sample is not None:
@@ -160,5 +170,5 @@ def read_states(path: str | Path, max_problems: int = 20) -> tuple[list[StateSam
                     problems.append(f"{path}:{lineno}: {problem}")
     except OSError as e:
         problems.append(f"{path}: cannot read: {e.strerror or e}")
-    samples.sort(key=lambda s: s.time)
+    samples.sort(key=lambda s: s.time)  # type: ignore[attr-defined]
     return samples, problems
