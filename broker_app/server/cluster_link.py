@@ -336,7 +336,8 @@ class ClusterLink:
         failing the client's request: the broker would otherwise close the client's connection.
         A NOT_CONTROLLER answer (we asked a standby of the quorum) moves on to the next controller
         and retries within the same bound, as Kafka's NodeToControllerChannelManager re-discovers
-        the active controller; once the bound is spent that answer goes to the client."""
+        the active controller (a quorum of one answers it while it elects itself: asked again);
+        once the bound is spent that answer goes to the client."""
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_delay(FORWARD_RETRY_S),
@@ -346,8 +347,11 @@ class ClusterLink:
             ):
                 with attempt:
                     resp = await self._rpc_client.send(body)
-                    if len(self._controllers) > 1 and answers_not_controller(resp):
-                        self._next_controller()
+                    if answers_not_controller(resp):
+                        # A standby, or a lone voter still electing itself: ask again (the
+                        # next controller when there are several).
+                        if len(self._controllers) > 1:
+                            self._next_controller()
                         raise _AskedAStandby(resp)
                     return resp
         except _AskedAStandby as e:

@@ -48,6 +48,16 @@ def cluster(cluster_images: dict[str, str], run_id_factory) -> Iterator[Cluster]
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient, NewTopic
 
+        def registered() -> bool:  # the quorum elects itself, then unfences the brokers
+            try:
+                probe = AdminClient({"bootstrap.servers": c.bootstrap})
+                return len(probe.list_topics(timeout=5).brokers) == 3
+            except KafkaException:
+                return False
+
+        # librdkafka's admin waits for a controller id it learnt before any broker was unfenced
+        # (Metadata says -1 then) longer than our wait: create only once all three are in.
+        assert _wait(registered)
         admin = AdminClient({"bootstrap.servers": c.bootstrap})
 
         def created() -> bool:  # brokers register one by one: retry (bounded) until all are in
