@@ -63,17 +63,26 @@ class KafkaClient:
                 ) from e
 
     async def _roundtrip(self, body: Any) -> Any:
+        # retarget()/close() may run while we await (another loop rotates the controller):
+        # keep this request's own stream, so a close ends it as a reset (ClientError), never
+        # as an AttributeError on a cleared field that would kill the caller's loop.
         if self._writer is None:
-            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
-        assert self._reader is not None
+            host, port = self.host, self.port
+            reader, writer = await asyncio.open_connection(host, port)
+            if (host, port) != (self.host, self.port):
+                writer.close()
+                raise ConnectionResetError(f"retargeted from {host}:{port} while connecting")
+            self._reader, self._writer = reader, writer
+        reader, writer = self._reader, self._writer
+        assert reader is not None
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
         cid = self._correlation_id
-        self._writer.write(encode_request(self.client_id, cid, body))
-        await self._writer.drain()
-        (size,) = _INT32.unpack(await self._reader.readexactly(4))
+        writer.write(encode_request(self.client_id, cid, body))
+        await writer.drain()
+        (size,) = _INT32.unpack(await reader.readexactly(4))
         if size < 4 or size > MAX_RESPONSE_BYTES:
             raise ValueError(f"response frame size {size} out of range")
-        payload = await self._reader.readexactly(size)
+        payload = await reader.readexactly(size)
         got_cid, response = decode_response(body.__api_key__, body.__version__, payload)
         if got_cid != cid:
             raise ValueError(f"correlation id {got_cid} does not match request {cid}")
