@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -27,10 +28,28 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixe
 REPO = Path(__file__).resolve().parents[1]
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the kernel's ephemeral range (ip_local_port_range, 32768-60999 by
+    default). A port from bind(0) is an ephemeral one, which an outgoing connection (one test
+    controller dialling another) can take as its local port before the process it was picked
+    for binds it (CI: a controller exited with 'address already in use'). Never the same
+    port twice in one test session."""
+    rng = random.SystemRandom()
+    for _ in range(500):
+        port = rng.randrange(10_000, 30_000)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    raise RuntimeError("no free port in 10000-29999 after 500 tries")
 
 
 def start_process(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
