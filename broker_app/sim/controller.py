@@ -28,6 +28,45 @@ from .events import EventLoop, Process, Timer
 CONTROLLER_ADDRESS = ("controller-1", 9093)
 
 
+class ParkedMetadataFetches:
+    """Broker metadata fetches parked at a simulated controller (DelayedMetadataFetch): each
+    answers when `wake()` finds data for it, or with what it has once max_wait passes on the
+    owning process's timer. One copy for SimController and SimQuorumController."""
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+        self._parked: list[tuple[DelayedMetadataFetch, Callable[[Any], None], Timer]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._parked)
+
+    def clear(self) -> None:
+        self._parked = []
+
+    def park(self, delayed: DelayedMetadataFetch, reply: Callable[[Any], None]) -> None:
+        entry: list[Any] = []
+
+        def expire() -> None:
+            if entry and entry[0] in self._parked:
+                self._parked.remove(entry[0])
+                reply(delayed.complete(True))
+
+        timer = self.process.call_later(delayed.max_wait_ms, expire)
+        entry.append((delayed, reply, timer))
+        self._parked.append(entry[0])
+
+    def wake(self) -> None:
+        still = []
+        for delayed, reply, timer in self._parked:
+            response = delayed.complete(False)
+            if response is None:
+                still.append((delayed, reply, timer))
+            else:
+                timer.cancel()
+                reply(response)
+        self._parked = still
+
+
 class SimMetadataLog(FileMetadataLog):
     """FileMetadataLog's contract over a MemoryDisk (fsync on every batch, so crash-proof)."""
 
@@ -56,7 +95,7 @@ class SimController:
         self.disk = MemoryDisk(f"{METADATA_TOPIC}-{METADATA_PARTITION}")
         self.controller: QuorumController | None = None
         self.apis: ControllerApis | None = None
-        self._parked: list[tuple[DelayedMetadataFetch, Callable[[Any], None], Timer]] = []
+        self._parked = ParkedMetadataFetches(self.process)
 
     def _new_topic_id(self) -> uuid.UUID:
         return uuid.UUID(int=self.loop.rng.getrandbits(128), version=4)
@@ -67,13 +106,13 @@ class SimController:
         self.metadata_log = mlog
         self.controller = QuorumController(self.config, mlog, new_topic_id=self._new_topic_id)
         self.apis = ControllerApis(self.controller, mlog, CONTROLLER_ADDRESS)
-        self._parked = []
+        self._parked.clear()
         self.process.every(self.tick_interval_ms, self._tick)
 
     def kill(self) -> None:
         self.process.kill()
         self.controller = self.apis = None
-        self._parked = []
+        self._parked.clear()
 
     def _tick(self) -> None:
         assert self.controller is not None
@@ -82,17 +121,8 @@ class SimController:
         self._wake_if_appended(before)
 
     def _wake_if_appended(self, before: int) -> None:
-        if self.metadata_log.end_offset == before or not self._parked:
-            return
-        still = []
-        for delayed, reply, timer in self._parked:
-            response = delayed.complete(False)
-            if response is None:
-                still.append((delayed, reply, timer))
-            else:
-                timer.cancel()
-                reply(response)
-        self._parked = still
+        if self.metadata_log.end_offset != before and self._parked:
+            self._parked.wake()
 
     def handle(self, src: str, body: Any, reply: Callable[[Any], None]) -> None:
         """The network handler: one kio request entity in, its response out through reply."""
@@ -102,16 +132,7 @@ class SimController:
         result = self.apis.handle(request, self.loop.now_ms)
         self._wake_if_appended(before)
         if isinstance(result, DelayedMetadataFetch):
-            entry: list[Any] = []
-
-            def expire() -> None:
-                if entry and entry[0] in self._parked:
-                    self._parked.remove(entry[0])
-                    reply(result.complete(True))
-
-            timer = self.process.call_later(result.max_wait_ms, expire)
-            entry.append((result, reply, timer))
-            self._parked.append(entry[0])
+            self._parked.park(result, reply)
             return
         reply(result)
 

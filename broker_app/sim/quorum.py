@@ -38,6 +38,7 @@ from broker_app.protocol.codec import Request
 from broker_app.raft import KafkaRaftClient, MemoryQuorumStateStore, MemoryReplicatedLog, RaftConfig
 from broker_app.raft.messages import Envelope
 
+from .controller import ParkedMetadataFetches
 from .events import EventLoop, Process, Timer
 from .network import Network
 
@@ -75,7 +76,7 @@ class SimQuorumController:
         self.facade: RaftControllerFacade | None = None
         self.apis: ControllerApis | None = None
         self._timer: Timer | None = None
-        self._parked: list[tuple[DelayedMetadataFetch, Callable[[Any], None], Timer]] = []
+        self._parked = ParkedMetadataFetches(self.process)
         self._hw: int | None = None
         self._incarnation = 0
         net.add_node(self.name, self.process, self.handle)
@@ -102,7 +103,8 @@ class SimQuorumController:
         self.facade = RaftControllerFacade(self.raft, self._wake)
         self.apis = ControllerApis(self.facade, self.raft.metadata_log,  # type: ignore[arg-type]
                                    (self.name, 9093))
-        self._parked, self._hw, self._timer = [], None, None
+        self._parked.clear()
+        self._hw, self._timer = None, None
         self.process.every(self.tick_interval_ms, self._tick)
         self._drive(self.raft.poll(self.loop.now_ms))
 
@@ -111,7 +113,8 @@ class SimQuorumController:
         self.process.kill()
         self.raft_log.lose_unflushed()
         self.raft = self.facade = self.apis = None
-        self._parked, self._timer = [], None
+        self._parked.clear()
+        self._timer = None
 
     def _new_topic_id(self) -> uuid.UUID:
         return uuid.UUID(int=self.loop.rng.getrandbits(128), version=4)
@@ -127,7 +130,7 @@ class SimQuorumController:
         hw = self.raft.client.high_watermark
         if hw != self._hw:
             self._hw = hw
-            self._wake_parked()
+            self._parked.wake()
         if self._timer is not None:
             self._timer.cancel()
         delay = max(self.raft.deadline_ms() - self.loop.now_ms, 0)
@@ -167,7 +170,7 @@ class SimQuorumController:
         result = apis.handle(request, self.loop.now_ms)
         pending, facade.last_pending = facade.last_pending, None
         if isinstance(result, DelayedMetadataFetch):
-            self._park(result, reply)
+            self._parked.park(result, reply)
             return
         if pending is None:
             reply(result)
@@ -187,29 +190,6 @@ class SimQuorumController:
                 facade.refuse = False
 
         pending.on_done(answered)
-
-    def _park(self, delayed: DelayedMetadataFetch, reply: Callable[[Any], None]) -> None:
-        entry: list[Any] = []
-
-        def expire() -> None:
-            if entry and entry[0] in self._parked:
-                self._parked.remove(entry[0])
-                reply(delayed.complete(True))
-
-        timer = self.process.call_later(delayed.max_wait_ms, expire)
-        entry.append((delayed, reply, timer))
-        self._parked.append(entry[0])
-
-    def _wake_parked(self) -> None:
-        still = []
-        for delayed, reply, timer in self._parked:
-            response = delayed.complete(False)
-            if response is None:
-                still.append((delayed, reply, timer))
-            else:
-                timer.cancel()
-                reply(response)
-        self._parked = still
 
     def create_topics(self, topics: list[Any]) -> Any:
         """CreateTopics as an admin client would send it to this (active) controller; the

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from harness.store.states import read_samples
+from harness.store.states import _int, read_samples
 
 QUORUM_FILE = "quorum.jsonl"
 
@@ -70,10 +70,6 @@ class QuorumWriter:
     def close(self) -> None:
         with self._lock:
             self._fh.close()
-
-
-def _int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def parse_quorum_sample(obj: Any) -> tuple[QuorumSample | None, str | None]:
