@@ -17,8 +17,9 @@ Contract:
   member holds everything below the HW only then). Unknown versions or values raise
   KafkaVersionError naming the known ones.
 - Not switches (always on here, whatever the version): KIP-320 leader-epoch fencing of
-  fetches, KIP-841's ISR rules. The Raft vote switch (`raft-vote-log-check`) is a
-  hypothetical bug, in no release, and therefore not in this table either. Consumers never read
+  fetches, KIP-841's ISR rules. The Raft vote switch (`raft-vote-log-check`) and the
+  controller activation switch (`controller-activation: on-election`, L11) are hypothetical
+  bugs, in no release, and therefore not in this table either. Consumers never read
   past the HW in any Kafka release; `consumer-visibility: log-end` (L5) is a hypothetical
   legacy switch and therefore not in this table.
 - `render_markdown()` is the table as docs/kafka-versions.md shows it (a test keeps the two

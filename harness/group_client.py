@@ -12,11 +12,31 @@ process, every op completes before its method returns):
   `group`, the op-level `generation` (after the poll) and, when the assignment changed during
   the poll, `assignment` (the partitions held after it).
 - `commit()` commits the position (next offset to read) of every partition read since the last
-  commit, synchronously: one commit op with `offsets`. `ok` when the coordinator accepted every
-  offset; anything else is `info` (librdkafka retries a commit internally, so a final error says
-  nothing certain about an earlier attempt, the same reasoning as harness.client.classify).
-- confluent-kafka's synchronous commit takes no timeout: it is bounded by librdkafka's own
-  request timeouts (socket.timeout.ms, 10 s here) and commit retries, not by us.
+  commit: one commit op with `offsets`, made as `commit` (the constructor's) says:
+  - `sync`: `Consumer.commit(asynchronous=False)`. `ok` when the coordinator accepted every
+    offset; anything else is `info` (librdkafka retries a commit internally, so a final error
+    says nothing certain about an earlier attempt, the same reasoning as
+    harness.client.classify). confluent-kafka's synchronous commit takes no timeout: it is
+    bounded by librdkafka's own request timeouts (socket.timeout.ms, 10 s here) and commit
+    retries, not by us.
+  - `async`: `Consumer.commit(asynchronous=True)`; the op completes with the outcome the
+    `on_commit` callback reports (`ok`/`info` as for sync). librdkafka serves that callback
+    only inside `Consumer.poll`, so to keep one op in flight the commit op waits for it itself:
+    it pauses the assignment (no record is handed out while the commit is in flight), polls
+    until the callback for these offsets arrived (at most ASYNC_COMMIT_WAIT_S, then `info`
+    `_TIMED_OUT` and the client is `crashed`: a callback still owed could be taken for the
+    next commit's), and resumes. A record of a partition assigned during the wait (not
+    paused) is kept, tagged with the generation it was read under, and is the first record
+    the next poll op returns.
+  - `auto`: the consumer runs with `enable.auto.commit` (every AUTO_COMMIT_INTERVAL_MS) and
+    `enable.auto.offset.store=false`; `commit()` records a commit op, then stores the offsets
+    (`Consumer.store_offsets`) for librdkafka's auto-commit to send at some later time (on its
+    timer, on a revoke, on close), and completes the op at once as `info` with error
+    `_OFFSETS_STORED`: its outcome is never observed (the auto-commit happens inside
+    librdkafka, not as an op of ours). The invoke precedes every auto-commit of those offsets,
+    which is what the checker's rebalance-skip needs; commit-regression counts only `ok`
+    commits, so it cannot fire for auto commits (nothing acknowledged is known to be lost).
+  The op carries `mode` (`async` or `auto`) for these two; a sync commit op has none (as before).
 - A poll that raised makes the client `crashed` (the workload replaces it with a new process,
   hence a new member); a commit that failed does not: nothing of it is left in flight.
 
@@ -40,6 +60,12 @@ from harness.client import decode_value, error_name
 from harness.store.history import HistoryWriter
 
 _CGMD_MAGIC = b"CGMDv2:"
+COMMIT_MODES = ("sync", "async", "auto", "none")
+#: how long an async commit op waits for its on_commit callback (librdkafka retries a commit
+#: within socket.timeout.ms per attempt; a coordinator move takes a few seconds)
+ASYNC_COMMIT_WAIT_S = 30.0
+#: auto.commit.interval.ms for `auto` (Kafka's default is 5 s; short so a test sees many)
+AUTO_COMMIT_INTERVAL_MS = 200
 STRATEGIES = {"range": "range", "roundrobin": "roundrobin",
               "cooperative-sticky": "cooperative-sticky"}
 
@@ -59,10 +85,13 @@ class GroupConsumerClient:
     def __init__(
         self, process: int, bootstrap: str, history: HistoryWriter, topics: Iterable[str],
         group: str, assignor: str = "range", max_records: int = 500,
-        config: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None, commit: str = "sync",
     ) -> None:
         if assignor not in STRATEGIES:
             raise ValueError(f"assignor must be one of {sorted(STRATEGIES)}, got {assignor!r}")
+        if commit not in COMMIT_MODES:
+            raise ValueError(f"commit must be one of {', '.join(COMMIT_MODES)}, got {commit!r}")
+        self.commit_mode = commit
         self.process = process
         self.history = history
         self.group = group
@@ -77,6 +106,11 @@ class GroupConsumerClient:
         self._changed = False
         #: partition -> next offset to read, for partitions read since the last commit
         self._uncommitted: dict[tuple[str, int], int] = {}
+        #: async: the on_commit outcome of the commit in flight ((error or None) once it came)
+        self._awaited: list[tuple[str, int, int]] | None = None
+        self._outcome: tuple[str | None] | None = None
+        #: records dequeued while an async commit waited (see the contract), oldest first
+        self._early: list[dict[str, Any]] = []
         conf: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
@@ -90,6 +124,12 @@ class GroupConsumerClient:
             "topic.metadata.refresh.interval.ms": 5_000,
             "client.id": f"highwater-member-{process}",
         }
+        if commit == "async":
+            conf["on_commit"] = self._on_commit
+        elif commit == "auto":
+            conf.update({"enable.auto.commit": True,
+                         "auto.commit.interval.ms": AUTO_COMMIT_INTERVAL_MS,
+                         "enable.auto.offset.store": False})
         conf.update(config or {})
         self._consumer = Consumer(conf)
         self._consumer.subscribe(sorted(set(topics)), on_assign=self._on_assign,
@@ -120,7 +160,11 @@ class GroupConsumerClient:
         if self.crashed:
             raise RuntimeError(f"process {self.process} crashed; start a new client")
         invoke = self.history.invoke(self.process, "poll", final=False, group=self.group)
-        records: list[dict[str, Any]] = []
+        records: list[dict[str, Any]] = self._early[:self.max_records]
+        del self._early[:self.max_records]
+        for r in records:  # still ours (not revoked since): its position is to be committed
+            if (r["topic"], r["partition"]) in self.assignment:
+                self._uncommitted[(r["topic"], r["partition"])] = r["offset"] + 1
         errors: list[str] = []
         deadline = time.monotonic() + timeout_s
         try:
@@ -163,13 +207,25 @@ class GroupConsumerClient:
         return self.history.complete(invoke, "ok", records=records, **extra)
 
     def commit(self) -> dict[str, Any] | None:
-        """Commit what was read since the last commit (one op), or None when nothing was."""
-        if not self._uncommitted or self.crashed:
+        """Commit what was read since the last commit (one op), or None when nothing was (or
+        the client does not commit: `none`)."""
+        if not self._uncommitted or self.crashed or self.commit_mode == "none":
             return None
         offsets = [{"topic": t, "partition": p, "offset": o}
                    for (t, p), o in sorted(self._uncommitted.items())]
-        invoke = self.history.invoke(self.process, "commit", group=self.group, offsets=offsets)
+        how = {} if self.commit_mode == "sync" else {"mode": self.commit_mode}
+        invoke = self.history.invoke(self.process, "commit", group=self.group, offsets=offsets,
+                                     **how)
         tps = [KafkaTopicPartition(o["topic"], o["partition"], o["offset"]) for o in offsets]
+        if self.commit_mode == "auto":
+            try:
+                self._consumer.store_offsets(offsets=tps)
+            except (KafkaException, RuntimeError) as e:
+                return self.history.complete(invoke, "info", error=error_name(e), **how)
+            self._uncommitted.clear()
+            return self.history.complete(invoke, "info", error="_OFFSETS_STORED", **how)
+        if self.commit_mode == "async":
+            return self._commit_async(invoke, tps, how)
         try:
             result = self._consumer.commit(offsets=tps, asynchronous=False)
         except (KafkaException, RuntimeError) as e:
@@ -179,6 +235,70 @@ class GroupConsumerClient:
             return self.history.complete(invoke, "info", error=error_name(bad[0]))
         self._uncommitted.clear()
         return self.history.complete(invoke, "ok")
+
+    # ---------------------------------------------------------------- async commits
+
+    def _on_commit(self, err: KafkaError | None, partitions: list[KafkaTopicPartition]) -> None:
+        """librdkafka's offset_commit_cb (inside Consumer.poll): the outcome of the awaited
+        commit when the offsets are the ones it sent; anything else is not ours to record."""
+        got = sorted((tp.topic, tp.partition, tp.offset) for tp in partitions or [])
+        if self._awaited is None or got != self._awaited:
+            return
+        if err is not None and err.code() == KafkaError.NO_ERROR:
+            err = None
+        bad = [tp.error for tp in partitions if tp.error is not None]
+        first = err if err is not None else (bad[0] if bad else None)
+        self._outcome = (None if first is None else error_name(first),)
+
+    def _commit_async(self, invoke: dict[str, Any], tps: list[KafkaTopicPartition],
+                      how: dict[str, str]) -> dict[str, Any]:
+        self._awaited = sorted((tp.topic, tp.partition, tp.offset) for tp in tps)
+        self._outcome = None
+        try:
+            paused = self._consumer.assignment()
+            self._consumer.pause(paused)
+        except (KafkaException, RuntimeError):
+            paused = []
+        try:
+            try:
+                self._consumer.commit(offsets=tps, asynchronous=True)
+            except (KafkaException, RuntimeError) as e:
+                return self.history.complete(invoke, "info", error=error_name(e), **how)
+            deadline = time.monotonic() + ASYNC_COMMIT_WAIT_S
+            while self._outcome is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.crashed = True  # its callback is still owed: a fresh client is clean
+                    return self.history.complete(invoke, "info", error="_TIMED_OUT", **how)
+                try:
+                    m = self._consumer.poll(min(left, 0.1))
+                except (KafkaException, RuntimeError) as e:
+                    self.crashed = True
+                    return self.history.complete(invoke, "info", error=error_name(e), **how)
+                if m is not None and m.error() is None:
+                    self._keep_early(m)
+        finally:
+            self._awaited = None
+            if paused:
+                try:
+                    self._consumer.resume(paused)
+                except (KafkaException, RuntimeError):
+                    pass  # revoked meanwhile: a new assignment is not paused
+        (error,) = self._outcome
+        if error is not None:
+            return self.history.complete(invoke, "info", error=error, **how)
+        self._uncommitted.clear()
+        return self.history.complete(invoke, "ok", **how)
+
+    def _keep_early(self, m: Any) -> None:
+        """A record dequeued during a commit op: kept for the next poll op, tagged now."""
+        value = decode_value(m.value())
+        if value is None:
+            self.crashed = True  # as poll does: not a harness value
+            return
+        self._early.append({"topic": m.topic(), "partition": m.partition(),
+                            "offset": m.offset(), "value": value,
+                            "generation": self.generation, "rebalance": self.rebalances})
 
     def close(self) -> None:
         try:

@@ -300,7 +300,8 @@ class StatePoller:
         assert self.quorum is not None
         for c in state.quorum.values():
             try:
-                self.quorum.write(c.id, c.epoch, c.leader, c.active, c.hw, c.committed)
+                self.quorum.write(c.id, c.epoch, c.leader, c.active, c.hw, c.committed,
+                                  leo=c.leo)
             except (OSError, ValueError) as exc:  # the writer closed under us at shutdown
                 log.debug("quorum writer: %s", exc)
                 return

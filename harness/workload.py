@@ -14,9 +14,12 @@ Contract:
   bounded (the stop event's wait, join with timeout). `stats` counts completions for a live
   progress display; `errors` lists slots that could not run at all (e.g. a bad client config).
 - A `subscribe` ConsumerSpec runs group members instead (harness.group_client): each polls
-  once per `poll_interval_ms` (at most `max_poll_records` per poll) and, with `commit: sync`,
-  commits what it read after every poll that read something; `restart_member(slot)` replaces
-  a member by a new process (a rebalance on demand).
+  once per `poll_interval_ms` (at most `max_poll_records` per poll) and, unless `commit: none`,
+  commits what it read after every poll that read something (`sync`, `async`: one commit op
+  each; `auto`: the offsets are stored for librdkafka's auto-commit, see group_client);
+  `restart_member(slot)` replaces
+  a member by a new process (a rebalance on demand); `restart_consumer(slot)` replaces an
+  assign-mode consumer by a new process reading from the beginning.
 - `consumers.racks` gives consumer slot i the client.rack racks[i % len] (KIP-392 fetch from
   follower: with a rack-aware replica selector it reads from a replica in that rack).
 - `workload_from_plan(plan, ...)` builds a Workload from a plan's WorkloadSpec/ClusterSpec.
@@ -173,6 +176,7 @@ class Workload:
         self._producers: list[threading.Thread] = []
         self._consumers: list[threading.Thread] = []
         self._restart: set[int] = set()  # member slots asked to rejoin as new processes
+        self._restart_consumers: set[int] = set()  # assign slots asked to start over
         #: while set, members read but do not commit (an application that commits only now
         #: and then, e.g. auto-commit every few seconds)
         self.commits_held = threading.Event()
@@ -256,12 +260,23 @@ class Workload:
             if client is not None:
                 client.close()
 
+    def _take_restart(self, pending: set[int], slot: int) -> bool:
+        """Whether `slot` was asked to restart; the request is consumed."""
+        with self._lock:
+            asked = slot in pending
+            pending.discard(slot)
+        return asked
+
     def _consume(self, arg: tuple[int, ConsumerSpec]) -> None:
         slot, spec = arg
         interval = spec.poll_interval_ms / 1000
         client: ConsumerClient | None = None
         try:
             while not self.stop_event.is_set():
+                restart = self._take_restart(self._restart_consumers, slot)
+                if restart and client is not None:
+                    client.close()
+                    client = None
                 if client is None:
                     client = ConsumerClient(
                         self.new_process(), self._bootstrap(), self.history,
@@ -277,6 +292,12 @@ class Workload:
             if client is not None:
                 client.close()
 
+    def restart_consumer(self, slot: int) -> None:
+        """Assign-mode consumer `slot` is replaced by a new process reading its partitions from
+        the beginning (the replace-consumer action)."""
+        with self._lock:
+            self._restart_consumers.add(slot)
+
     def restart_member(self, slot: int) -> None:
         """Member `slot` closes its consumer (LeaveGroup) and joins again as a new process:
         a replaced consumer, and a rebalance, on demand."""
@@ -284,7 +305,7 @@ class Workload:
             self._restart.add(slot)
 
     def _member(self, arg: tuple[int, ConsumerSpec]) -> None:
-        """A group member: poll, commit what it read (commit: sync), replaced when it crashes
+        """A group member: poll, commit what it read (unless commit: none), replaced when it crashes
         or when restart_member asks."""
         slot, spec = arg
         interval = spec.poll_interval_ms / 1000
@@ -297,9 +318,7 @@ class Workload:
                 if self.stop_event.wait(pacer.delay(self.clock())):
                     break
                 pacer.started(self.clock())
-                with self._lock:
-                    restart = slot in self._restart
-                    self._restart.discard(slot)
+                restart = self._take_restart(self._restart, slot)
                 if restart and client is not None:
                     client.close()
                     client = None
@@ -308,11 +327,12 @@ class Workload:
                         self.new_process(), self._bootstrap(), self.history,
                         self.consumer_topics, spec.group, assignor=spec.assignor,
                         max_records=spec.max_poll_records, config=_rack_config(spec, slot),
+                        commit=spec.commit,
                     )
                 self._count(client.poll(timeout_s=max(0.05, interval)))
                 with self._lock:
                     self.member_generations[slot] = client.generation
-                if not client.crashed and spec.commit == "sync" and not self.commits_held.is_set():
+                if not client.crashed and spec.commit != "none" and not self.commits_held.is_set():
                     op = client.commit()
                     if op is not None:
                         self._count(op)

@@ -23,6 +23,15 @@ class ControllerConfig:
     raft_vote_log_check: bool = True
     # KIP-996 (Kafka 4.0): pre-vote before an election. False: Kafka 3.x elections.
     pre_vote: bool = True
+    # When a Raft leader becomes the active controller. True ("caught-up"): once its own
+    # LeaderChange record is committed, i.e. its state machine has applied every committed
+    # record up to its epoch start (KafkaRaftClient fires handleLeaderChange to the
+    # controller only then: KAFKA-10632's claim, KAFKA-15345, KAFKA-17333). False
+    # ("on-election") is a hypothetical bug switch, in no Kafka release: active as soon as
+    # it wins the vote, on the image it has applied so far; records of earlier epochs that
+    # commit later never reach that image (an active controller does not replay the
+    # committed log: it applied its own records when it wrote them).
+    activate_caught_up: bool = True
     min_insync_replicas: int = 1  # min.insync.replicas (cluster default; a topic config wins)
     auto_leader_rebalance: bool = False  # auto.leader.rebalance.enable (Kafka's default: true)
     leader_imbalance_check_interval_ms: int = 300_000  # leader.imbalance.check.interval.seconds

@@ -54,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--raft-vote-log-check", choices=("strict", "none"), default="strict",
                         help="strict: Raft's vote rule (grant only to an up-to-date log); "
                              "none: hypothetical bug switch, grant without the log check")
+    parser.add_argument("--controller-activation", choices=("caught-up", "on-election"),
+                        default="caught-up",
+                        help="caught-up: a Raft leader acts as the active controller once it "
+                             "has applied the committed log up to its epoch start (Kafka); "
+                             "on-election: hypothetical bug switch, at once on its image")
     parser.add_argument("--min-insync-replicas", type=int, default=1,
                         help="cluster default of min.insync.replicas (a topic config wins)")
     parser.add_argument("--auto-leader-rebalance", action="store_true")
@@ -95,6 +100,7 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
         eligible_leader_replicas=as_bool(sw["eligible-leader-replicas"]),
         isr_broker_epochs=as_bool(sw["isr-broker-epochs"]),
         raft_vote_log_check=args.raft_vote_log_check == "strict",
+        activate_caught_up=args.controller_activation == "caught-up",
         pre_vote=as_bool(sw["pre-vote"]),
         min_insync_replicas=args.min_insync_replicas,
         auto_leader_rebalance=args.auto_leader_rebalance,

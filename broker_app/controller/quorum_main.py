@@ -5,7 +5,9 @@ Start-up: open the Raft log (`<data-dir>/__cluster_metadata-0/`) and the electio
 (`<data-dir>/quorum-state`), listen on --port (Kafka requests from brokers and Raft requests
 from the other voters: the address listed for this node in the voters must reach it), start
 the Raft driver. Prints `controller <node-id> listening on HOST:PORT admin PORT` like the
-single controller. On SIGTERM the active controller resigns (EndQuorumEpoch) before exiting.
+single controller. On SIGTERM the voter shuts down as Kafka's does (RaftManager.stop): the
+active controller resigns (EndQuorumEpoch), and the process waits (at most 5 s) until another
+voter leads before exiting.
 
 The data directory of a single controller is not a Raft log (no LeaderChange, no
 quorum-state); do not switch an existing directory between the two modes.

@@ -10,6 +10,10 @@ its QuorumMetaLogListener and deferred event queue:
   committed (the client reports a high watermark only then); by that time its whole log is
   committed, and it rebuilds a QuorumController image from the whole log. Broker sessions
   start afresh there (heartbeat times are in memory, as after a restart and in Kafka).
+  Legacy switch (hypothetical, no Kafka release): ControllerConfig.activate_caught_up=False
+  (`--controller-activation on-election`) activates at once when the client leads, on the
+  committed image applied so far, which then misses the earlier epochs' records that commit
+  with the new LeaderChange.
 - `submit(op)` runs an operation on the active QuorumController, which appends its records
   at once and applies them to its (uncommitted) image, as Kafka's active controller does;
   the answer is held (PendingResponse) until the high watermark passes the log end it saw,
@@ -180,6 +184,12 @@ class RaftQuorumController:
         self.sync(now_ms)
         return out
 
+    def shutdown(self, now_ms: int) -> list[Envelope]:
+        """Begin the client's graceful shutdown (a leader resigns; nobody stands again)."""
+        out = self.client.shutdown(now_ms)
+        self.sync(now_ms)
+        return out
+
     def sync(self, now_ms: int) -> None:
         """Follow the Raft client after it handled a message or a timer."""
         self._apply_committed()
@@ -187,7 +197,8 @@ class RaftQuorumController:
         c = self.client
         if self.active is not None and (not c.is_leader or c.epoch != self.active_epoch):
             self._deactivate()
-        if self.active is None and c.is_leader and c.high_watermark is not None:
+        if self.active is None and c.is_leader and (
+                c.high_watermark is not None or not self.config.activate_caught_up):
             self._activate()
         self._complete()
 
@@ -210,7 +221,10 @@ class RaftQuorumController:
     def _activate(self) -> None:
         # Our LeaderChange is committed, and we appended nothing after it: the whole log is
         # committed and applied (sync applies before it activates), so the committed image
-        # is the whole state (the log itself may start after a snapshot).
+        # is the whole state (the log itself may start after a snapshot). With the
+        # hypothetical activate_caught_up=False we get here as soon as we lead: the committed
+        # image may lack records of earlier epochs that are in our log and committed by the
+        # quorum (our high watermark is not known yet); they never reach self.active.image.
         image = self.committed_image
         self.active = QuorumController(self.config, self.metadata_log, self.new_topic_id,
                                        image=image)

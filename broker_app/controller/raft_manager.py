@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, FETCH_SNAPSHOT, FETCH = 52, 53, 54, 59, 1
 RAFT_FETCH_VERSION = 18
 POLL_ERROR_BACKOFF_S = 0.1
+SHUTDOWN_TIMEOUT_MS = 5000  # Kafka: KafkaRaftClientDriver shuts its client down with 5000 ms
+SHUTDOWN_POLL_S = 0.02
 # The API table a quorum controller listens with (CONTROLLER_APIS plus these); Fetch 13-17
 # are refused at decode time by the handler (brokers fetch metadata with <= 12).
 RAFT_APIS: dict[int, VersionRange] = {
@@ -98,10 +100,21 @@ class RaftManager:
     def start(self) -> None:
         self._driver = asyncio.create_task(self._drive())
 
-    async def stop(self) -> None:
-        """Resign gracefully (EndQuorumEpoch, best effort) and stop."""
-        self._dispatch(self.raft.resign(monotonic_ms()))
-        await asyncio.sleep(0.05)  # let the EndQuorumEpoch requests leave
+    async def stop(self, timeout_ms: int = SHUTDOWN_TIMEOUT_MS) -> None:
+        """Shut down gracefully as Kafka's KafkaRaftClient does: the active controller resigns
+        (EndQuorumEpoch, resent until answered) and no voter stands for election again; the
+        driver keeps answering the survivors (their Votes, the new leader's BeginQuorumEpoch)
+        until another voter leads or timeout_ms passes (Kafka: 5000, KafkaRaftClientDriver),
+        then stops."""
+        self._dispatch(self.raft.shutdown(monotonic_ms()))
+        self.wakeup()
+        deadline = monotonic_ms() + timeout_ms
+        while not self.raft.client.shutdown_complete and monotonic_ms() < deadline:
+            await asyncio.sleep(SHUTDOWN_POLL_S)
+        if not self.raft.client.shutdown_complete:
+            log.warning("raft: graceful shutdown timed out after %d ms (no new leader)",
+                        timeout_ms)
+        await asyncio.sleep(SHUTDOWN_POLL_S)  # let the last answers leave
         tasks = list(self._tasks) + ([self._driver] if self._driver else [])
         await cancel_and_wait(tasks)
         for c in self._clients.values():

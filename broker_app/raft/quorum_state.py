@@ -15,6 +15,13 @@ Deviation: Kafka >= 3.9 folds Voted into Unattached (a voted key); we keep them 
 An observer (not a voter) is only ever Unattached or Follower: while Unattached its election
 timer is reused as the time of its next probe, a Fetch to a random voter whose answer names
 the leader.
+
+Deviation: only Leader and Follower hold a high watermark here, so a voter forgets what it knew
+was committed at each election (Kafka's QuorumState hands state.highWatermark() to every new
+state but Resigned, and a follower refuses a DivergingEpoch below it). L13's legacy story relies
+on this (the surviving voter truncates the committed shrink): with Kafka's behaviour that voter
+refuses the truncation, so L13 legacy needs a new story (a voter that holds the shrink without
+knowing it is committed) before the high watermark can be carried over.
 """
 
 from __future__ import annotations

@@ -27,7 +27,12 @@ Protocol, as Kafka does it (KIP-595):
   log, and only past its own LeaderChange record.
 - A follower with no successful fetch for fetch_timeout_ms becomes a candidate; a leader that
   hears from no majority for 1.5 x fetch_timeout_ms resigns (check quorum); `resign()` is the
-  graceful EndQuorumEpoch; any message of a higher epoch deposes a leader (fenced by epoch).
+  graceful EndQuorumEpoch (the first preferred successor stands at once, the others after
+  Kafka's strict exponential backoff); `shutdown()` resigns and never stands again, until
+  another voter leads (Kafka's graceful shutdown); any message of a higher epoch deposes a
+  leader (fenced by epoch). A hard-killed leader is noticed only by the followers' fetch
+  timeout (no successful Fetch for fetch_timeout_ms), as in Kafka: a failed Fetch to it is
+  retried, it does not start an election.
 
 Observers (a node_id outside the voters: brokers) fetch like followers but never vote or
 stand; with no known leader they probe a random voter with a Fetch and learn the leader from
@@ -73,9 +78,25 @@ from .quorum_state import (
     VotedState,
 )
 
+NEVER_MS = 1 << 62  # deadline_ms() of a state with no timer (a voter shutting down)
+
 
 class NotLeaderError(Exception):
     """append() on a voter that is not the leader (Kafka: NotLeaderException)."""
+
+
+def end_epoch_election_backoff_ms(successors: Sequence[int], node_id: int,
+                                  backoff_max_ms: int) -> int:
+    """How long a follower told EndQuorumEpoch waits before standing (Kafka's
+    strictExponentialElectionBackoffMs): the first preferred successor at once, position p
+    after (backoff_max >> (n - 1)) << (p - 1), a voter not listed after backoff_max."""
+    if node_id not in successors:
+        return backoff_max_ms
+    position = list(successors).index(node_id)
+    if position == 0:
+        return 0
+    base = backoff_max_ms >> (len(successors) - 1)
+    return min(backoff_max_ms, base << (position - 1))
 
 
 def leader_change_record(leader_id: int, voters: frozenset[int]) -> bytes:
@@ -108,6 +129,7 @@ class KafkaRaftClient:
         # is refused within fetch_timeout_ms of it (KIP-996). A deadline would not do: a
         # failed pre-vote returns to the follower state with a fresh one.
         self._leader_contact_ms: int | None = None
+        self._shutting_down = False  # shutdown(): never stand for election again
 
     # -- queries ----------------------------------------------------------------------------
     @property
@@ -136,6 +158,8 @@ class KafkaRaftClient:
     def deadline_ms(self) -> int:
         """When poll() must run next (it may run earlier)."""
         s = self.quorum.state
+        if self._shutting_down and self.config.is_voter:
+            return self._shutdown_deadline_ms(s)
         if isinstance(s, UnattachedState | VotedState):
             return s.election_deadline_ms
         if isinstance(s, ProspectiveState):
@@ -158,6 +182,21 @@ class KafkaRaftClient:
         retries = [t for v, t in s.begin_retry_ms.items() if v not in s.begin_acked]
         return min([s.check_quorum_deadline_ms, *retries, *(p.deadline_ms for p in s.parked)])
 
+    def _shutdown_deadline_ms(self, s: object) -> int:
+        """deadline_ms() while shutting down: only resends and fetches are timed."""
+        if isinstance(s, LeaderState):
+            return 0
+        if isinstance(s, ResignedState):
+            return s.retry_ms if s.unacked else NEVER_MS
+        if isinstance(s, CandidateState):
+            if s.backoff_until_ms is not None:
+                return NEVER_MS
+            pending = [t for v, t in s.vote_retry_ms.items() if v not in s.granted | s.rejected]
+            return min([s.election_deadline_ms, *pending])
+        if isinstance(s, FollowerState):
+            return s.inflight_deadline_ms if s.inflight is not None else s.next_fetch_ms
+        return NEVER_MS
+
     # -- the state machine's API ------------------------------------------------------------
     def append(self, records: Sequence[bytes]) -> int:
         """Append one batch in the leader's epoch; returns its base offset. The batch is not
@@ -169,10 +208,32 @@ class KafkaRaftClient:
         return batch.base_offset
 
     def resign(self, now_ms: int) -> list[Envelope]:
-        """Graceful resignation (shutdown): EndQuorumEpoch to every other voter."""
+        """Graceful resignation: EndQuorumEpoch to every other voter."""
         if not isinstance(self.quorum.state, LeaderState):
             return []
         return self._resign(now_ms)
+
+    def shutdown(self, now_ms: int) -> list[Envelope]:
+        """Begin a graceful shutdown (Kafka's KafkaRaftClient.shutdown): a leader resigns at
+        once (EndQuorumEpoch naming its successors, most caught up first, resent until each
+        voter answers); from now on this voter never stands for election: it stays where it
+        is (Resigned, Unattached, Voted, Follower) until the others elect a leader, and a
+        candidate only finishes its current election (winning it, it resigns at once). The
+        caller keeps driving the client until `shutdown_complete` or its own timeout (Kafka:
+        5 s, KafkaRaftClientDriver), so the old leader still answers the survivors' Votes
+        and learns the new leader from its BeginQuorumEpoch."""
+        self._shutting_down = True
+        return self.resign(now_ms)
+
+    @property
+    def shutdown_complete(self) -> bool:
+        """Shut down gracefully: an observer, the only voter, or another voter leads (Kafka's
+        maybeCompleteShutdown)."""
+        if not self._shutting_down:
+            return False
+        leader = self.leader_id
+        return (not self.config.is_voter or self.config.voters == {self.node_id}
+                or (leader is not None and leader != self.node_id))
 
     def create_snapshot(self, end_offset: int, payload: bytes) -> Snapshot:
         """Snapshot the state machine's image of [0, end_offset); only committed offsets."""
@@ -207,6 +268,8 @@ class KafkaRaftClient:
     def poll(self, now_ms: int) -> list[Envelope]:
         out: list[Envelope] = []
         s = self.quorum.state
+        if self._shutting_down and self.config.is_voter:
+            return self._poll_shutting_down(s, now_ms) + self._release_parked()
         if isinstance(s, UnattachedState | VotedState):
             if now_ms >= s.election_deadline_ms:
                 out += self._start_election(now_ms) if self.config.is_voter \
@@ -231,6 +294,23 @@ class KafkaRaftClient:
             elif s.unacked and now_ms >= s.retry_ms:
                 out += self._send_end_quorum(s, now_ms)
         return out + self._release_parked()
+
+    def _poll_shutting_down(self, s: object, now_ms: int) -> list[Envelope]:
+        """poll() of a voter shutting down: no new election, whatever its timers say."""
+        if isinstance(s, LeaderState):
+            return self._resign(now_ms)  # a candidate that won after shutdown() began
+        if isinstance(s, ResignedState):
+            return self._send_end_quorum(s, now_ms) if s.unacked and now_ms >= s.retry_ms \
+                else []
+        if isinstance(s, CandidateState):
+            if s.backoff_until_ms is None and now_ms >= s.election_deadline_ms:
+                self.quorum.candidate_lost(now_ms)  # over; no retry (deadline_ms: never)
+            if s.backoff_until_ms is None:
+                return self._poll_candidate(s, now_ms)  # only resends this epoch's Votes
+            return []
+        if isinstance(s, FollowerState):
+            return self._maybe_fetch(s, now_ms)  # complete already: a remote leader
+        return []  # Unattached, Voted, Prospective: wait for a leader or the caller's timeout
 
     def handle(self, env: Envelope, now_ms: int) -> list[Envelope]:
         if env.dst != self.node_id:
@@ -454,11 +534,9 @@ class KafkaRaftClient:
         if isinstance(s, FollowerState) and s.leader_id == req.leader_id:
             self._leader_contact_ms = None  # it said goodbye: grant pre-votes from now on
             # The preferred successor (most caught up) runs first; others wait by rank, so
-            # they do not split the vote (Kafka: strict exponential backoff by position).
-            succ = req.preferred_successors
-            rank = succ.index(self.node_id) if self.node_id in succ else len(succ)
-            wait = 0 if rank == 0 else min(self.config.election_backoff_max_ms,
-                                           self.config.retry_backoff_ms * 2 ** rank)
+            # they do not split the vote (Kafka's strict exponential backoff by position).
+            wait = end_epoch_election_backoff_ms(
+                req.preferred_successors, self.node_id, self.config.election_backoff_max_ms)
             s.fetch_deadline_ms = min(s.fetch_deadline_ms, now_ms + wait)
         return [self._reply(env, EndQuorumEpochResponse(self.epoch, self.leader_id))]
 

@@ -24,8 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kio.index import load_request_schema
-
+from broker_app.protocol.codec import request_class
 from broker_app.protocol.entities import build
 from broker_app.replication.errors import Errors
 from broker_app.replication.messages import AlterPartitionRequest, AlterPartitionResponse
@@ -149,7 +148,7 @@ def build_alter_partition(
     else:
         partition["new_isr"] = list(request.new_isr)
     return build(
-        load_request_schema(ALTER_PARTITION, version),
+        request_class(ALTER_PARTITION, version),
         {
             "broker_id": request.broker_id,
             "broker_epoch": broker_epoch,

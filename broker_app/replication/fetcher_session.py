@@ -20,8 +20,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from kio.index import load_request_schema
-
+from broker_app.protocol.codec import request_class
 from broker_app.protocol.entities import build
 from broker_app.replication.errors import Errors
 from broker_app.replication.fetcher import (
@@ -98,7 +97,7 @@ class FetcherSession:
                      "timestamp": r.timestamp}  # fmt: skip
                 )
             body = build(
-                load_request_schema(LIST_OFFSETS, LIST_OFFSETS_VERSION),
+                request_class(LIST_OFFSETS, LIST_OFFSETS_VERSION),
                 {
                     "replica_id": self.node_id,
                     "isolation_level": 0,
@@ -120,7 +119,7 @@ class FetcherSession:
                  "leader_epoch": r.leader_epoch}  # fmt: skip
             )
         body = build(
-            load_request_schema(OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION),
+            request_class(OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION),
             {
                 "replica_id": self.node_id,
                 "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
@@ -147,7 +146,7 @@ class FetcherSession:
                 }
             )
         body = build(
-            load_request_schema(FETCH, FETCH_VERSION),
+            request_class(FETCH, FETCH_VERSION),
             {
                 "replica_id": self.node_id,
                 "max_wait": self.max_wait_ms,

@@ -326,11 +326,16 @@ class Partition:
         counted = self._isr_for_high_watermark()
         for rid, state in self.remote_replicas.items():
             # A caught-up replica about to join the ISR is waited for too: otherwise the HW
-            # could run away from it and it would never be added.
+            # could run away from it and it would never be added. Only one that may join
+            # (Kafka's shouldWaitForReplicaToJoinIsr asks isReplicaIsrEligible, KIP-841): a
+            # fenced broker — e.g. killed, its ISR membership already removed by the controller
+            # — counts as caught up for replica.lag.time.max.ms after its last fetch, and
+            # waiting for it held every acks=all write of the partition until it came back.
             waits = rid in counted or (
                 rid in self.replicas
                 and state.log_end_offset >= 0
                 and state.is_caught_up(leader_leo, now_ms, self.replica_lag_time_max_ms)
+                and self.is_replica_isr_eligible(rid)
             )
             if waits and state.log_end_offset < new_hw:
                 new_hw = state.log_end_offset

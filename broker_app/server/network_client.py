@@ -66,6 +66,10 @@ class KafkaClient:
         # retarget()/close() may run while we await (another loop rotates the controller):
         # keep this request's own stream, so a close ends it as a reset (ClientError), never
         # as an AttributeError on a cleared field that would kill the caller's loop.
+        if self._reader is not None and self._reader.at_eof():
+            # The peer closed this idle connection (it restarted): connect afresh rather than
+            # fail this request on it, as Kafka's NetworkClient sees the disconnect first.
+            self.close()
         if self._writer is None:
             host, port = self.host, self.port
             reader, writer = await asyncio.open_connection(host, port)

@@ -129,6 +129,9 @@ class SimBroker:
         self.store = store
         rm = ReplicaManager(cfg.node_id, store, cfg.behaviour, cfg.replica_lag_time_max_ms,
                             clock=self.loop.clock)  # fmt: skip
+        # KIP-392 as production sets it (server/main.py): the selector and this broker's rack
+        rm.replica_selector = cfg.replica_selector
+        rm.local_rack = cfg.broker_rack
         self.replica_manager = rm
         self.loader = MetadataLoader()
         host, port = cfg.advertised
@@ -137,7 +140,7 @@ class SimBroker:
             incarnation_id=uuid.UUID(int=self.loop.rng.getrandbits(128), version=4),
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
             retry_backoff_ms=LIFECYCLE_RETRY_BACKOFF_MS,
-            previous_broker_epoch=store.previous_broker_epoch,
+            previous_broker_epoch=store.previous_broker_epoch, rack=cfg.broker_rack,
         )  # fmt: skip
         # Cluster mode never reads the single-node TopicStore, and sim producers do not send
         # InitProducerId (they get producer ids from the simulator): both stay None.

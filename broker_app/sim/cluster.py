@@ -124,6 +124,7 @@ class SimCluster:
         b = self.broker(name)
         target = self.controllers[name] if b is None else b
         if not target.process.up:
+            self.net.new_streams(name)
             target.start()
 
     def pause(self, name: str) -> None:

@@ -54,11 +54,13 @@ class EventLoop:
     def call_at(self, when_ms: int, fn: Callable[[], None]) -> Timer:
         timer = Timer(fn)
         self._seq += 1
-        heapq.heappush(self._heap, (max(when_ms, self.now_ms), self._seq, timer))
+        now = self.now_ms
+        heapq.heappush(self._heap, (when_ms if when_ms > now else now, self._seq, timer))
         return timer
 
     def call_later(self, delay_ms: int, fn: Callable[[], None]) -> Timer:
-        return self.call_at(self.now_ms + max(0, int(delay_ms)), fn)
+        delay = int(delay_ms)
+        return self.call_at(self.now_ms + delay if delay > 0 else self.now_ms, fn)
 
     def run_until(self, until_ms: int, stop: Callable[[], bool] | None = None) -> bool:
         """Run events up to virtual time `until_ms` (inclusive); with `stop`, return True as
@@ -137,7 +139,8 @@ class Process:
         return run
 
     def call_later(self, delay_ms: int, fn: Callable[[], None]) -> Timer:
-        return self.loop.call_later(delay_ms, self.guard(fn))
+        # guard(fn), without a Python closure frame per event (partial is C)
+        return self.loop.call_later(delay_ms, partial(self._run_guarded, self.generation, fn, ()))
 
     def every(self, interval_ms: int, fn: Callable[[], None]) -> None:
         """Run fn every interval_ms for as long as this incarnation lives."""

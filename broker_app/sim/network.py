@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .events import EventLoop, Process, Timer
@@ -32,13 +33,96 @@ from .events import EventLoop, Process, Timer
 Handler = Callable[[str, Any, Callable[[Any], None]], None]  # (src, message, reply)
 
 
-@dataclass
 class _Call:
-    src: str
-    dst: str
-    fail: Callable[[str], None]
-    lost: bool = False  # a message of this call was dropped by a cut
-    received: bool = False  # the handler has it and has not answered yet
+    """One rpc in flight: its callbacks run in the caller's incarnation (`gen`), as
+    Process.guard would run them (dropped if the caller died, queued while it is paused).
+    A class with bound methods rather than a nest of closures: this runs for every message."""
+
+    __slots__ = ("net", "src", "dst", "message", "on_reply", "on_error", "caller", "gen",
+                 "call_id", "done", "timeout", "lost", "received")
+
+    def __init__(self, net: Network, src: str, dst: str, message: Any,
+                 on_reply: Callable[[Any], None] | None,
+                 on_error: Callable[[str], None] | None, caller: Process,
+                 call_id: int) -> None:  # fmt: skip
+        self.net = net
+        self.src = src
+        self.dst = dst
+        self.message = message
+        self.on_reply = on_reply
+        self.on_error = on_error
+        self.caller = caller
+        self.gen = caller.generation
+        self.call_id = call_id
+        self.done = False
+        self.timeout: Timer | None = None
+        self.lost = False  # a message of this call was dropped by a cut
+        self.received = False  # the handler has it and has not answered yet
+
+    # -- the caller's side (in its incarnation) ----------------------------------------------
+
+    def _finish(self, fn: Callable[[Any], None] | None, value: Any) -> None:
+        if not self.done:
+            self.done = True
+            self.net._calls.pop(self.call_id, None)
+            if self.timeout is not None:
+                self.timeout.cancel()  # answered: the timeout event is skipped, not run
+            if fn is not None:
+                fn(value)
+
+    def _finish_error(self, reason: str) -> None:
+        self._finish(self.on_error, reason)
+
+    def _finish_reply(self, response: Any) -> None:
+        self._finish(self.on_reply, response)
+
+    def fail(self, reason: str) -> None:
+        """The call fails with `reason` (in the caller's incarnation, as a guarded callback)."""
+        self.caller._run_guarded(self.gen, self._finish_error, (reason,))
+
+    def _timed_out(self, timeout_ms: int) -> None:
+        self.fail(f"timeout after {timeout_ms} ms")
+
+    # -- the wire ------------------------------------------------------------------------------
+
+    def _arrive(self) -> None:
+        net = self.net
+        if net.is_cut(self.src, self.dst):
+            self.lost = True
+            return
+        target = net.processes.get(self.dst)
+        if target is None or not target.up:
+            self._back(partial(self._refused, f"connection to {self.dst} refused"))
+            return
+        target._run_guarded(target.generation, self._handle, ())
+
+    def _handle(self) -> None:
+        self.received = True
+        self.net.handlers[self.dst](self.src, self.message, self.reply)
+
+    def reply(self, response: Any) -> None:
+        """The handler's answer: carried back to the caller."""
+        self._back(partial(self._replied, response))
+
+    def _back(self, deliver: Callable[[], None]) -> None:
+        self.received = False
+        at_back = self.net._arrival(self.dst, self.src)
+        if at_back is None:
+            self.lost = True
+            return
+        self.net.loop.call_at(at_back, partial(self._arrive_back, deliver))
+
+    def _arrive_back(self, deliver: Callable[[], None]) -> None:
+        if self.net.is_cut(self.dst, self.src):
+            self.lost = True
+        else:
+            deliver()
+
+    def _replied(self, response: Any) -> None:
+        self.caller._run_guarded(self.gen, self._finish_reply, (response,))
+
+    def _refused(self, reason: str) -> None:
+        self.caller._run_guarded(self.gen, self._finish_error, (reason,))
 
 
 @dataclass
@@ -102,6 +186,15 @@ class Network:
             if at is not None:
                 self.loop.call_at(at, lambda call=call: call.fail(f"connection to {name} reset"))
 
+    def new_streams(self, name: str) -> None:
+        """`name` (re)started: it talks over new connections, not queued behind what a latency
+        fault held on its old ones or on refused connects while it was down (Toxiproxy: a new
+        connection has only the toxics the link has now). Only such a queue reaches past the
+        base delay, so without latency faults nothing changes."""
+        horizon = self.loop.now_ms + self.base_delay_ms[1]
+        for key in [k for k, at in self._last_arrival.items() if name in k and at > horizon]:
+            del self._last_arrival[key]
+
     def is_cut(self, src: str, dst: str) -> bool:
         f = self.faults.get((src, dst))
         return f is not None and f.cut
@@ -138,71 +231,17 @@ class Network:
         """Send `message`; exactly one of on_reply / on_error runs (in src's incarnation),
         unless src died. on_reply None: fire and forget (acks=0)."""
         self.messages += 1
-        caller = self.processes[src]
-        done = [False]
         self._seq += 1
-        call_id = self._seq
-        timeout: list[Timer] = []
-
-        def finish(fn: Callable[[Any], None] | None, value: Any) -> None:
-            if not done[0]:
-                done[0] = True
-                self._calls.pop(call_id, None)
-                if timeout:
-                    timeout[0].cancel()  # answered: the timeout event is skipped, not run
-                if fn is not None:
-                    fn(value)
-
-        def finish_error(reason: str) -> None:
-            finish(on_error, reason)
-
-        def finish_reply(response: Any) -> None:
-            finish(on_reply, response)
-
-        guarded_reply = caller.guard(finish_reply)
-        guarded_error = caller.guard(finish_error)
-        call = _Call(src, dst, guarded_error)
+        call = _Call(self, src, dst, message, on_reply, on_error, self.processes[src],
+                     self._seq)  # fmt: skip
         if on_reply is not None or on_error is not None:
-            self._calls[call_id] = call
-            timeout.append(caller.call_later(
-                timeout_ms, lambda: finish_error(f"timeout after {timeout_ms} ms")))
+            self._calls[call.call_id] = call
+            loop = self.loop
+            call.timeout = loop.call_at(loop.now_ms + max(0, int(timeout_ms)),
+                                        partial(call.caller._run_guarded, call.gen,
+                                                call._timed_out, (timeout_ms,)))  # fmt: skip
         at = self._arrival(src, dst)
         if at is None:
             call.lost = True
             return
-
-        def back(fn: Callable[[], None]) -> None:
-            call.received = False
-            at_back = self._arrival(dst, src)
-            if at_back is None:
-                call.lost = True
-                return
-
-            def arrive_back() -> None:
-                if self.is_cut(dst, src):
-                    call.lost = True
-                else:
-                    fn()
-
-            self.loop.call_at(at_back, arrive_back)
-
-        def reply(response: Any) -> None:
-            back(lambda: guarded_reply(response))
-
-        def arrive() -> None:
-            if self.is_cut(src, dst):
-                call.lost = True
-                return
-            target = self.processes.get(dst)
-            if target is None or not target.up:
-                back(lambda: guarded_error(f"connection to {dst} refused"))
-                return
-            handler = self.handlers[dst]
-
-            def handle() -> None:
-                call.received = True
-                handler(src, message, reply)
-
-            target.guard(handle)()
-
-        self.loop.call_at(at, arrive)
+        self.loop.call_at(at, call._arrive)

@@ -7,10 +7,11 @@ topic `failover` (--partitions, RF=3, min.insync.replicas=2), --producers acks=a
 the harness (history.jsonl) running the whole time. Then --kills times:
 
 1. wait until every controller answers and all name the same leader (the active controller);
-2. SIGKILL that controller's container; poll the surviving controllers' /state every
-   POLL_S: `failover ms` is the time from the kill until one of them reports itself active
-   (quorum.active) at a higher Raft epoch; `acked during` counts the acks=all sends
-   acknowledged between the kill and that moment (the partition leaders kept serving);
+2. SIGKILL (--signal TERM: SIGTERM) that controller's container; poll the surviving
+   controllers' /state every POLL_S: `failover ms` is the time from the kill until one of
+   them reports itself active (quorum.active) at a higher Raft epoch; `acked during` counts
+   the acks=all sends acknowledged between the kill and that moment (the partition leaders
+   kept serving);
 3. --down-s later start it again (it rejoins as a follower), then wait (bounded) until every
    broker's and controller's metadata image agrees (harness.metadata_check): `metadata
    divergence` is the number of nodes still differing after METADATA_WAIT_S.
@@ -29,7 +30,21 @@ kill whose window (from its kill to the next one) they were sent in. Figures are
 written with --json, never asserted. The failover figure is compared with the quorum's timers:
 a follower notices a dead leader after controller.quorum.fetch.timeout.ms without a successful
 Fetch, then needs a pre-vote and a vote round trip (and, when votes split, a randomized
-election timeout), so FETCH_TIMEOUT_MS + ELECTION_TIMEOUT_MS is printed as the reference bound.
+election timeout), so fetch timeout + election timeout is printed as the reference bound.
+
+Which timer bounds a failover (Kafka's KafkaRaftClient, which ours follows):
+- SIGKILL (a crash): nobody tells the followers. Each notices only when it has had no
+  successful Fetch for controller.quorum.fetch.timeout.ms (Kafka's default 2000; a Fetch that
+  fails on the dead connection is retried, it starts nothing), then a pre-vote and a vote round
+  trip elect a new leader, active once its LeaderChange record is committed (one more Fetch
+  round trip). So kill -> new active controller is at most fetch timeout + those round trips
+  (+ a randomized election timeout when pre-votes or votes split), and at least fetch timeout
+  - fetch_max_wait (the last Fetch answer came back up to 500 ms before the kill). The issue's
+  "election timeout plus one round trip" holds for a crash only with --fetch-timeout-ms equal
+  to the election timeout (controller.quorum.fetch.timeout.ms is a real Kafka config).
+- SIGTERM (graceful, --signal TERM): the active controller resigns with EndQuorumEpoch naming
+  its most caught-up follower, which stands at once (Kafka's strict exponential backoff for the
+  others); no timer is waited on, so the new active controller comes within a few round trips.
 """
 
 from __future__ import annotations
@@ -50,7 +65,7 @@ TOPIC = "failover"
 POLL_S = 0.05
 STATE_TIMEOUT_S = 0.5
 METADATA_WAIT_S = 30.0
-FETCH_TIMEOUT_MS = 2000  # the controllers' defaults (broker_app/controller/main.py)
+FETCH_TIMEOUT_MS = 2000  # the controllers' defaults (broker_app/controller/main.py), Kafka's
 ELECTION_TIMEOUT_MS = 1000
 
 
@@ -59,6 +74,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fault", choices=("kill", "partition"), default="kill",
                         help="kill: SIGKILL the active controller; partition: cut it from the "
                              "other voters only (the brokers still reach it)")
+    parser.add_argument("--signal", choices=("KILL", "TERM"), default="KILL",
+                        help="--fault kill: SIGKILL (a crash, noticed by the fetch timeout) or "
+                             "SIGTERM (graceful: the active controller resigns, EndQuorumEpoch)")
+    parser.add_argument("--fetch-timeout-ms", type=int, default=FETCH_TIMEOUT_MS,
+                        help="the controllers' controller.quorum.fetch.timeout.ms (Kafka's "
+                             f"default {FETCH_TIMEOUT_MS})")
+    parser.add_argument("--election-timeout-ms", type=int, default=ELECTION_TIMEOUT_MS,
+                        help="the controllers' controller.quorum.election.timeout.ms (Kafka's "
+                             f"default {ELECTION_TIMEOUT_MS})")
     parser.add_argument("--controllers", type=int, default=3, help="quorum size (voters)")
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--producers", type=int, default=2, help="acks=all producer processes")
@@ -97,6 +121,10 @@ class Kill:
 class Result:
     run_id: str
     controllers: int
+    fault: str = "kill"
+    signal: str = "KILL"
+    fetch_timeout_ms: int = FETCH_TIMEOUT_MS
+    election_timeout_ms: int = ELECTION_TIMEOUT_MS
     kills: list[Kill] = field(default_factory=list)
     acked: int = 0
     read: int = 0
@@ -175,7 +203,7 @@ def _kill_once(cluster: Any, history: Any, args: argparse.Namespace, n: int) -> 
         return _partition_once(cluster, history, args, n, victim, epoch, survivors)
     k = Kill(n, victim, epoch, time.monotonic_ns() - history.start_ns)
     t0 = time.monotonic()
-    cluster.container(victim).kill(signal="SIGKILL")
+    cluster.container(victim).kill(signal=f"SIG{args.signal}")
     found = _wait(lambda: new_active(quorum_answers(cluster, survivors), epoch), args.timeout_s)
     if found is not None:
         k.failover_ms = round((time.monotonic() - t0) * 1000)
@@ -282,7 +310,8 @@ def _run(args: argparse.Namespace, out_dir: Path) -> Result:
 
     spec = ClusterSpec(brokers=3, controllers=args.controllers,
                        topics=(TopicSpec(TOPIC, args.partitions, 3, 2),))
-    result = Result(new_run_id("hw-ctlfail"), args.controllers)
+    result = Result(new_run_id("hw-ctlfail"), args.controllers, args.fault, args.signal,
+                    args.fetch_timeout_ms, args.election_timeout_ms)
     history = HistoryWriter(out_dir / HISTORY_FILE)
     ids, values = ProcessIds(), Values()
     parts = tuple(all_partitions(spec))
@@ -290,7 +319,7 @@ def _run(args: argparse.Namespace, out_dir: Path) -> Result:
     try:
         keep = out_dir if args.out is not None else None
         with ObservedCluster(result.run_id, brokers=3, controllers=args.controllers,
-                             store_dir=keep) as cluster:
+                             store_dir=keep, controller_args=controller_args(args)) as cluster:
             poller = StatePoller(lambda: cluster.admin_endpoints(refresh=True), spec).start()
             create_topics(cluster.bootstrap, spec.topics)
             if poller.wait_for(settled, args.timeout_s) is None:
@@ -349,17 +378,35 @@ def _row(k: Kill, final: bool = False) -> str:
     return row + (f" {k.acked_during:>12} {k.lost:>4}" if final else "")
 
 
+def controller_args(args: argparse.Namespace) -> list[str]:
+    """The quorum timers for every controller (Kafka's config names, broker_app/controller)."""
+    return ["--controller-quorum-fetch-timeout-ms", str(args.fetch_timeout_ms),
+            "--controller-quorum-election-timeout-ms", str(args.election_timeout_ms)]
+
+
+def reference_bound_ms(r: Result) -> tuple[int, str]:
+    """What a failover should stay under, and why (module docstring): a crash is noticed after
+    the fetch timeout, a graceful resign at once; then an election (a randomized election
+    timeout if it splits)."""
+    if r.fault == "kill" and r.signal == "TERM":
+        return r.election_timeout_ms, "election timeout (graceful: EndQuorumEpoch, no detection)"
+    return (r.fetch_timeout_ms + r.election_timeout_ms,
+            "fetch timeout (detection) + election timeout")
+
+
 def summary(r: Result) -> list[str]:
     done = [k.failover_ms for k in r.kills if k.failover_ms is not None]
-    bound = FETCH_TIMEOUT_MS + ELECTION_TIMEOUT_MS
+    bound, why = reference_bound_ms(r)
+    what = "partition" if r.fault == "partition" else f"SIG{r.signal}"
     lines = [
-        f"run {r.run_id}: {r.controllers} controllers, {len(r.kills)} kills of the active "
-        f"controller" + (f", ERROR {r.error}" if r.error else ""),
-        "failover (kill -> a survivor active at a higher epoch): "
+        f"run {r.run_id}: {r.controllers} controllers, {len(r.kills)} x {what} of the active "
+        f"controller, fetch timeout {r.fetch_timeout_ms} ms, election timeout "
+        f"{r.election_timeout_ms} ms" + (f", ERROR {r.error}" if r.error else ""),
+        "failover (fault -> a survivor active at a higher epoch): "
         + (f"min {min(done):g} ms, median {statistics.median(done):g} ms, max {max(done):g} ms"
            if done else "none")
-        + "; not within the timeout: "
-        f"{sum(k.failover_ms is None for k in r.kills)}; over fetch timeout + election timeout "
+        + f"; per fault: {[k.failover_ms for k in r.kills]}; not within the timeout: "
+        f"{sum(k.failover_ms is None for k in r.kills)}; over {why} "
         f"({bound} ms): {sum(k.failover_ms is None or k.failover_ms > bound for k in r.kills)}",
         f"per kill, lost (acknowledged, sent in its window, never read back): "
         f"{[k.lost for k in r.kills]}",
@@ -388,11 +435,20 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.controllers <= 9:
         print("highwater bench controller-failover: --controllers must be 1..9")
         return 2
+    if args.fetch_timeout_ms <= 0 or args.election_timeout_ms <= 0:
+        print("highwater bench controller-failover: --fetch-timeout-ms and "
+              "--election-timeout-ms must be > 0")
+        return 2
+    if args.signal == "TERM" and args.fault != "kill":
+        print("highwater bench controller-failover: --signal applies to --fault kill only")
+        return 2
     with tempfile.TemporaryDirectory(prefix="hw-bench-ctlfail-") as tmp:
         out_dir = args.out or Path(tmp)
         out_dir.mkdir(parents=True, exist_ok=True)
-        print(f"highwater bench controller-failover: {args.kills} x {args.fault} of the active "
-              "controller "
+        what = f"SIG{args.signal}" if args.fault == "kill" else args.fault
+        print(f"highwater bench controller-failover: {args.kills} x {what} of the active "
+              f"controller (fetch timeout {args.fetch_timeout_ms} ms, election timeout "
+              f"{args.election_timeout_ms} ms) "
               f"of {args.controllers}, {args.producers} acks=all producers at {args.rate:g}/s, "
               f"history in {out_dir}", flush=True)
         print(HEADER, flush=True)

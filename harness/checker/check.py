@@ -113,6 +113,10 @@ def spark_session(
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
+        # Adaptive execution runs each query stage as a job of its own (26 jobs, 38 stages for
+        # one check of a 10^3-op history; 7 jobs, 16 stages without), and its re-planning has
+        # nothing to gain here: the partitions are set by `_tune`, the one shuffle is cached.
+        .config("spark.sql.adaptive.enabled", "false")
         .config(
             "spark.driver.memory",
             driver_memory or os.environ.get("HIGHWATER_SPARK_DRIVER_MEMORY", "3g"),
@@ -227,7 +231,8 @@ def process_session(master: str = "local[*]"):
 
 def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult]:
     """Parse every history once into the flat table, shuffled by topic-partition and cached, then
-    three jobs on it: per-run stats and row validation, ordering validation, anomalies."""
+    three jobs on it: per-run stats and row validation, ordering validation (these two side by
+    side), anomalies (after both, of the runs they found well-formed)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
@@ -263,16 +268,26 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
     part = A.by_partition(A.events(raw), _partitions(spark)).persist(level)
     cached = [part]
     try:
-        stats_rows = A.merge_run_stats([r.asDict() for r in A.run_stats(part).collect()])
-        timings["parse+stats"] = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        bad = {r["rid"] for r in A.order_problems(part).collect()}
+        # The stats and ordering jobs run side by side (two threads) while this thread builds
+        # the anomaly plan, whose analysis and the planning of its persisted parts take
+        # seconds of driver time; the anomaly job runs once both are in (`_anomaly_rows`).
+        with ThreadPoolExecutor(2) as pool:
+            stats_job = pool.submit(lambda: [r.asDict() for r in A.run_stats(part).collect()])
+            order_job = pool.submit(lambda: [r["rid"] for r in A.order_problems(part).collect()])
+            source = A.anomaly_input(part)
+            obs = A.observations(source).persist(level)
+            cached.append(obs)
+            every = A.top_examples(A.anomaly_rows(source, obs, cached))
+            stats_rows = A.merge_run_stats(stats_job.result())
+            timings["parse+stats"] = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            bad = set(order_job.result())
         bad |= {
             rid
             for rid, s in stats_rows.items()
             if s["bad"] or s["n"] != s["n_index"] or s["lo"] != 0 or s["hi"] != s["n"] - 1
         }
-        timings["validate"] = time.perf_counter() - t1
+        timings["validate"] = time.perf_counter() - t1  # the wait for it after the stats
         key_of = {rid: _run_key(s["file"]) for rid, s in stats_rows.items()}
         results: dict[str, RunResult] = {}
         for rid in bad:
@@ -285,11 +300,7 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
         good = [r for r in runs if str(r.history.parent) not in results]
         if good:
             t2 = time.perf_counter()
-            source = A.anomaly_input(part)
-            source = source.filter(~F.col("rid").isin(list(bad))) if bad else source
-            obs = A.observations(source).persist(level)
-            cached.append(obs)
-            top = A.top_examples(A.anomaly_rows(source, obs, cached)).collect()
+            top = _anomaly_rows(every, bad)
             timings["anomalies"] = time.perf_counter() - t2
             rows_by_run: dict[str, list] = {}
             for row in top:
@@ -308,6 +319,15 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
             df.unpersist()
     timings["total"] = time.perf_counter() - t0
     return [replace(results[str(r.history.parent)], run_dir=r.run_dir) for r in runs]
+
+
+def _anomaly_rows(every, bad: set[int]) -> list:
+    """The anomaly rows of the runs not in `bad`. `every` (built before validation ended) is
+    every run's; every anomaly is keyed by the run id (grouped, windowed and joined by it), so
+    dropping the bad runs' rows at the end leaves the good runs' rows as they are."""
+    from pyspark.sql import functions as F
+
+    return (every.filter(~F.col("rid").isin(list(bad))) if bad else every).collect()
 
 
 def _cores(spark) -> int:

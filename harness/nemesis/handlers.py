@@ -295,6 +295,25 @@ class GroupHandler(Handler):
         raise NemesisError(f"the group handler has no action {step.action!r}")
 
 
+class ConsumerHandler(Handler):
+    """The workload's assign-mode consumers (harness.workload.Workload): replace one by a new
+    process reading from the beginning."""
+
+    kind = "consumer"
+    undoes = {"replace-consumer": None}
+
+    def fault(self, step: Step, targets: tuple[Node, ...], ctx: StepContext) -> Fault:
+        wl = ctx.workload
+        spec = getattr(wl, "consumer_spec", None)
+        if wl is None or spec is None or spec.mode != "assign":
+            raise NemesisError(f"{step.action} needs an assign-mode consumer workload in this run")
+        slot = int(step.params.get("consumer") or 0)
+        if slot >= spec.count:
+            raise NemesisError(f"replace-consumer: no consumer {slot} (the workload has "
+                               f"{spec.count}: 0..{spec.count - 1})")
+        return Fault((f"consumer-{slot}",), lambda: wl.restart_consumer(slot))
+
+
 class HealHandler(Handler):
     """Repairs: the network alone, or everything (network, processes, disks)."""
 
@@ -310,7 +329,7 @@ class HealHandler(Handler):
 
 HANDLERS: dict[str, Handler] = {h.kind: h for h in (
     NetworkHandler(), ProcessHandler(), DiskHandler(), FileHandler(), ClockHandler(),
-    LeadershipHandler(), GroupHandler(), HealHandler())}
+    LeadershipHandler(), GroupHandler(), ConsumerHandler(), HealHandler())}
 
 
 def handler_for(action: str) -> Handler:

@@ -25,6 +25,8 @@ heal-all.
 `replace-member` and `hold-commits` act on the run's own clients (the subscribe workload's group
 members, harness/workload.py), not on a node: replace-member is a crashed consumer replaced by a
 new process (a rebalance on demand), hold-commits pauses the members' commits.
+`replace-consumer` does the same for an assign-mode consumer: a new process reads from the
+beginning again.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class Param:
 @dataclass(frozen=True)
 class ActionSpec:
     name: str
-    kind: str  # network | process | disk | file | clock | leadership | group | heal
+    kind: str  # network | process | disk | file | clock | leadership | group | consumer | heal
     help: str
     target: bool = False  # takes `target:` (required when True)
     peers: bool = False  # takes optional `peers:` (partition)
@@ -169,6 +171,12 @@ _ACTIONS = [
                "application that commits every few seconds): a commit the coordinator lost "
                "is not overwritten by a later one before a rebalance reads it",
                duration="required", undo="release commits"),
+    ActionSpec("replace-consumer", "consumer", "replace an assign-mode consumer of the workload "
+               "by a new process that reads its partitions from the beginning again (with "
+               "consumers.racks, from the replica its rack picks now: e.g. a replica that "
+               "rejoined the ISR)",
+               params={"consumer": Param("int", default=0, min=0,
+                                         help="the consumer's slot, 0..consumers.count-1")}),
     ActionSpec("heal-all", "heal", "heal the network, resume, start, unstall: everything"),
 ]
 

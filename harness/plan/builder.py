@@ -33,7 +33,7 @@ from harness.plan.steps import MAX_SECONDS, MAX_TIMEOUT, StepsMixin
 from harness.plan.yamlnodes import NodeReader, describe, join, suggest
 
 CONSUMER_MODES = ("assign", "subscribe")
-COMMIT_MODES = ("sync", "none")
+COMMIT_MODES = ("sync", "async", "auto", "none")  # harness.group_client.COMMIT_MODES
 ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 

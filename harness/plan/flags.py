@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from harness.plan.model import ClusterSpec
 
-# Switches outside the version table that only controllers take (the Raft vote rule is a
-# hypothetical bug switch, not a Kafka release's behaviour). Every other switch goes to the
-# brokers.
-CONTROLLER_ONLY_SWITCHES: frozenset[str] = frozenset({"raft-vote-log-check"})
+# Switches outside the version table that only controllers take (the Raft vote rule and the
+# controller activation are hypothetical bug switches, not a Kafka release's behaviour).
+# Every other switch goes to the brokers.
+CONTROLLER_ONLY_SWITCHES: frozenset[str] = frozenset({"raft-vote-log-check",
+                                                      "controller-activation"})
 
 
 def switch_flags(switches: dict[str, str]) -> list[str]:

@@ -98,18 +98,19 @@ class ProducerSpec:
 @dataclass(frozen=True)
 class ConsumerSpec:
     """Consumers: `assign` reads explicit partitions from the start and never commits;
-    `subscribe` joins consumer group `group` on every topic of the plan and, with `commit:
-    sync`, commits its position after each poll that read records (`none`: never commits),
-    recording commits and generations (docs/history-groups.md). Async and auto commits are
-    not offered: their results arrive in a later poll, so they cannot be recorded as ops of
-    their own without overlapping that poll (HISTORY.md: one op in flight per process)."""
+    `subscribe` joins consumer group `group` on every topic of the plan and commits its position
+    after each poll that read records, as `commit` says: `sync` (Consumer.commit, waited for),
+    `async` (commit(asynchronous=True), the op completes with the on_commit callback's outcome),
+    `auto` (enable.auto.commit: the offsets are stored for librdkafka's auto-commit, the op is
+    `info`), `none` (never commits); polls record generations and commits are ops
+    (docs/history-groups.md, "Commit modes")."""
 
     count: int = 1
     poll_interval_ms: int = 100
     partitions: tuple[str, ...] = ()  # empty: every partition (assign mode only)
     mode: str = "assign"  # assign | subscribe
     group: str = "highwater"
-    commit: str = "sync"  # sync | none (subscribe mode)
+    commit: str = "sync"  # sync | async | auto | none (subscribe mode)
     assignor: str = "range"  # range | roundrobin | cooperative-sticky
     max_poll_records: int = 500  # records per poll op at most (subscribe mode)
     # KIP-392: consumer slot i sets client.rack = racks[i % len(racks)] (empty: no rack). A

@@ -21,6 +21,8 @@ def target_to_data(t: Target) -> Any:
         return t.kind
     if t.kind == "follower":
         return {"follower": t.partition, "index": t.index}
+    if t.kind == "standby-controller":
+        return {"standby-controller": t.index}
     if t.kind in ("leader", "followers"):
         return {t.kind: t.partition}
     if t.kind == "broker":

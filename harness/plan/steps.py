@@ -102,6 +102,18 @@ class StepsMixin:
         it has)."""
         c = workload.consumers
         for i, st in enumerate(steps):
+            if st.action == "replace-consumer":
+                slot = int(st.params.get("consumer") or 0)
+                if c.mode != "assign" or c.count < 1:
+                    raise PlanError(self.source, st.line, f"faults[{i}]",
+                                    f"step {st.name!r} replaces an assign-mode consumer: it "
+                                    f"needs workload.consumers with mode: assign (a group "
+                                    f"member is replaced by replace-member)")
+                if slot >= c.count:
+                    raise PlanError(self.source, st.line, f"faults[{i}].consumer",
+                                    f"no consumer {slot}: the workload has {c.count} "
+                                    f"(0..{c.count - 1})")
+                continue
             group_target = st.target is not None and st.target.kind in GROUP_KINDS
             if ACTIONS[st.action].kind != "group" and not group_target:
                 continue
@@ -212,6 +224,13 @@ class StepsMixin:
             return Target(kind, partition=p, index=index)
         if kind == "broker":
             return Target("broker", brokers=(self.broker_id(vnode, vpath),))
+        if kind == "standby-controller":
+            i = self.int_(vnode, vpath, 0)
+            if i >= len(self.controllers) - 1:
+                raise self.error(vnode, vpath, f"{len(self.controllers)} controller(s) have "
+                                 f"{len(self.controllers) - 1} standby: index 0.."
+                                 f"{len(self.controllers) - 2}")
+            return Target("standby-controller", index=i)
         if kind == "controller":
             c = self.int_(vnode, vpath)
             if c not in self.controllers:

@@ -2,10 +2,10 @@
 
 A `Target` is what a plan writes (`leader: t-0`, `follower: t-0` + `index`, `followers: t-0`,
 `broker: 2`, `brokers: [1, 2]`, `active-controller` (alias `controller`), `controller: 2`,
-`controllers`, `random-controller`, `random`, `majority`, `minority`, `all`, `client`, `rest`,
-`step: <name>`, `coordinator: <group>`, `coordinator-followers: <group>`). `resolve` turns it
-into concrete `Node`s on one
-`ClusterState` snapshot, using the given RNG for the random kinds; it is a pure function, so
+`controllers`, `standby-controllers`, `random-controller`, `random`, `majority`, `minority`,
+`all`, `client`, `rest`, `step: <name>`, `coordinator: <group>`, `coordinator-followers:
+<group>`). `resolve` turns it into concrete `Node`s on one `ClusterState` snapshot, using
+the given RNG for the random kinds; it is a pure function, so
 a run that derives its RNG from the plan's seed (see `step_rng`) resolves reproducibly.
 
 Meaning of each kind:
@@ -17,8 +17,11 @@ Meaning of each kind:
 - active-controller (or the bare word `controller`, its alias): the active controller of the
   KRaft quorum (ClusterState.controller);
 - controller: N: controller N (ids 1..cluster.controllers), whatever its role;
-- controllers: every controller; random-controller: one controller that answered the last
-  poll, or any configured one when none did (what the random nemesis draws to hit controllers);
+- controllers: every controller; standby-controllers: every controller but the active one
+  (the voters an active controller is cut from when it is partitioned away);
+  standby-controller: N: the N-th of those (0-based, in id order);
+  random-controller: one controller that answered the last poll, or any configured one when
+  none did (what the random nemesis draws to hit controllers);
 - client: the harness's clients (only as an end of a link: `from:`/`to:`);
 - rest: every broker and controller not on the other side (only in peers/from/to);
 - step: the nodes an earlier step resolved to (e.g. start what `kill-leader` killed);
@@ -38,10 +41,11 @@ from harness.plan.errors import ResolutionError
 from harness.plan.state import CLIENT, ClusterState, Node, broker, controller
 
 # Kinds written as a bare word, and kinds written as `kind: value`.
-SCALAR_KINDS = ("controller", "active-controller", "controllers", "random-controller", "random",
+SCALAR_KINDS = ("controller", "active-controller", "controllers", "standby-controllers",
+                "random-controller", "random",
                 "majority", "minority", "all", "client", "rest")
-MAPPING_KINDS = ("leader", "follower", "followers", "broker", "brokers", "controller", "step",
-                 "coordinator", "coordinator-followers")
+MAPPING_KINDS = ("leader", "follower", "followers", "broker", "brokers", "controller",
+                 "standby-controller", "step", "coordinator", "coordinator-followers")
 ACTIVE_CONTROLLER = ("controller", "active-controller")  # the bare words naming the active one
 GROUP_KINDS = ("coordinator", "coordinator-followers")
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -69,6 +73,8 @@ class Target:
             return f"nodes of step {self.step}"
         if self.kind == "controller" and self.controller is not None:
             return f"controller {self.controller}"
+        if self.kind == "standby-controller":
+            return f"standby controller {self.index}"
         if self.kind in ACTIVE_CONTROLLER:
             return "active controller"
         if self.kind in GROUP_KINDS:
@@ -149,6 +155,18 @@ def resolve(
         return (controller(state.controller),)
     if k == "controllers":
         return tuple(controller(c) for c in sorted(state.controllers))
+    if k in ("standby-controllers", "standby-controller"):
+        if state.controller is None:
+            raise ResolutionError("no active controller known: no standby controllers")
+        standby = tuple(controller(c) for c in sorted(state.controllers) if c != state.controller)
+        if not standby:
+            raise ResolutionError("a quorum of one controller has no standby controllers")
+        if k == "standby-controllers":
+            return standby
+        if target.index >= len(standby):
+            raise ResolutionError(f"{len(standby)} standby controller(s), no index "
+                                  f"{target.index}")
+        return (standby[target.index],)
     if k == "random-controller":
         answered = sorted(set(state.controllers) & set(state.quorum)) or sorted(state.controllers)
         if not answered:

@@ -73,9 +73,6 @@ def run(args: argparse.Namespace) -> int:
         if plan.workload.consumers.mode != "assign":
             raise SimUnsupported("workload.consumers.mode subscribe: consumer groups are not "
                                  "simulated (run the plan in containers)")
-        if plan.workload.consumers.racks:
-            raise SimUnsupported("workload.consumers.racks: fetch from follower (KIP-392) is "
-                                 "not simulated (run the plan in containers)")
     except (PlanError, SimUnsupported, ValueError) as e:
         print(f"highwater sim: {e}", file=sys.stderr)
         return 2

@@ -27,7 +27,7 @@ def broker_configs(cluster: ClusterSpec) -> list[BrokerConfig]:
         args = parser.parse_args([
             "--node-id", str(i), "--port", "9092", "--data-dir", str(SIM_DATA_DIR),
             "--advertised-host", f"broker-{i}", "--controller", "controller-1:9093",
-            "--no-auto-create-topics", *flags,
+            "--no-auto-create-topics", "--broker-rack", f"rack-{i}", *flags,
         ])  # fmt: skip
         out.append(config_from_args(args))
     return out

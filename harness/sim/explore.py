@@ -6,13 +6,18 @@ that leaves two in-sync replicas holding different values at one offset (SimResu
 stops the search.
 Shrinking (delta debugging on the fault list, the same seed for the network and clients):
 1. drop faults one at a time, keeping each drop that still fails;
-2. halve each remaining fault's duration while it still fails (down to 0.5 s);
+2. halve each remaining fault's duration while it still fails (down to 0.5 s, and never
+   below a failure-detection floor the fault crossed as drawn, see `DetectionFloors`);
 3. move each fault earlier (halfway to the previous fault's `at`) while it still fails.
-Every candidate is a full simulated run; the result is the shortest failing fault timeline
-found (a local minimum: no single drop/halving of it still fails). `to_fault_plan` writes it
-as a plan with scripted `faults:` (`at`/`after`/`when`, `duration`, role targets, random
-draws as the brokers drawn), so `highwater run` can replay it in containers. Shrinking keeps
-`when` conditions as they are (it does not invent new ones).
+Steps 2 and 3 keep the schedule timeable in containers (`_timeable`): two fault edges
+(a start, an end) that were at least `EDGE_SLACK_S` apart stay that far apart and in
+the same order, so shrinking never makes a schedule depend on an interleaving that docker's
+kill/pause/iptables latency cannot hit. Every candidate is a full simulated run; the result
+is the shortest failing fault timeline found (a local minimum: no single drop/halving of it
+still fails). `to_fault_plan` writes it as a plan with scripted `faults:` (`at`/`after`/
+`when`, `duration`, role targets, random draws as the brokers drawn), so `highwater run` can
+replay it in containers. Shrinking keeps `when` conditions as they are (it does not invent
+new ones).
 """
 
 from __future__ import annotations
@@ -31,6 +36,95 @@ from harness.plan.timing import steps_for
 from harness.sim.run import UNEXPECTED, SimAborted, SimResult, simulate
 
 MIN_DURATION_S = 0.5
+# How much later than on the simulator a container run detects a fault: a docker kill /
+# pause / iptables change takes effect some hundred ms after its scheduled time, the state
+# poller's `when` sees the cluster 200 ms late, and process start, AlterPartition and
+# metadata round trips take real time. Measured (2026-11-24, targeted-unclean-minimal as
+# first shrunk, replica.lag.time.max.ms 3 s): the container saw the paused follower leave
+# the ISR 4.6 s after the pause began, 1.6 s past the lag time. A floor is detection time
+# plus this, so the fault still holds for a while once detection happened.
+CONTAINER_SLACK_S = 2.0
+# Fault edges (starts, ends) closer than this cannot be ordered by container actions.
+EDGE_SLACK_S = 1.0
+# Faults that stop a replica's fetches or a broker's heartbeats: what failure detection sees.
+DETECTED_ACTIONS = frozenset({"kill", "stop", "pause", "partition", "isolate", "blackhole"})
+
+
+@dataclasses.dataclass(frozen=True)
+class DetectionFloors:
+    """How long a fault must last, in containers, to be detected, from the plan's cluster
+    configuration as production parses it (harness/sim/config.py):
+    - `isr_out_s`: a follower that stops fetching leaves the ISR (replica.lag.time.max.ms,
+      checked on the leader's ReplicaManager.tick, then AlterPartition and the metadata the
+      brokers see on their next heartbeat);
+    - `fenced_s`: a broker that stops heartbeating is fenced by the controller
+      (broker.session.timeout.ms, checked on the controller's tick), which is what unclean
+      election, a leader change away from a killed broker and KIP-966's ELR wait on.
+    Each plus CONTAINER_SLACK_S. The shrinker keeps a fault's duration at or above the
+    largest floor its drawn duration reached (a fault the violation needed to outlast
+    detection still outlasts it) and never shortens a fault that did not reach any floor
+    below MIN_DURATION_S."""
+
+    isr_out_s: float
+    fenced_s: float
+
+    @classmethod
+    def of(cls, plan: Plan) -> DetectionFloors:
+        from broker_app.sim.broker import TICK_MS
+        from harness.sim.config import broker_configs, controller_config
+
+        brokers = broker_configs(plan.cluster)
+        controller, tick_ms = controller_config(plan.cluster)
+        lag_ms = max(b.replica_lag_time_max_ms for b in brokers)
+        heartbeat_ms = max(b.heartbeat_interval_ms for b in brokers)
+        return cls(
+            isr_out_s=round((lag_ms + TICK_MS + heartbeat_ms) / 1000 + CONTAINER_SLACK_S, 3),
+            fenced_s=round((controller.session_timeout_ms + tick_ms + heartbeat_ms) / 1000
+                           + CONTAINER_SLACK_S, 3))  # fmt: skip
+
+    def floor(self, step: Step, drawn: float) -> float:
+        """The shortest duration the shrinker may give `step`, whose drawn duration was
+        `drawn`."""
+        if step.action not in DETECTED_ACTIONS:
+            return MIN_DURATION_S
+        reached = [f for f in (self.isr_out_s, self.fenced_s) if drawn >= f]
+        return max(reached, default=MIN_DURATION_S)
+
+
+def _edges(steps: Sequence[Step]) -> dict[tuple[str, str], float]:
+    """Start and end times of the steps whose times are known without running them: `at`
+    steps and the `after` steps chained to them (a `when` step's time is the cluster's)."""
+    out: dict[tuple[str, str], float] = {}
+    prev: float | None = 0.0
+    for s in steps:
+        if s.at is not None:
+            t: float | None = max(s.at, prev) if prev is not None else None
+        elif s.after is not None and prev is not None:
+            t = prev + s.after
+        else:
+            t = None
+        if t is not None:
+            out[(s.name, "start")] = t
+            if s.duration is not None:
+                out[(s.name, "end")] = t + s.duration
+        prev = t
+    return out
+
+
+def _timeable(before: Sequence[Step], after: Sequence[Step],
+              slack: float = EDGE_SLACK_S) -> bool:  # fmt: skip
+    """No two fault edges that were `slack` or more apart in `before` are closer than that,
+    or swapped, in `after`: containers cannot order edges closer than their action latency."""
+    a, b = _edges(before), _edges(after)
+    keys = [k for k in a if k in b]
+    for i, k in enumerate(keys):
+        for m in keys[i + 1 :]:
+            gap = a[m] - a[k]
+            if abs(gap) >= slack:
+                new = b[m] - b[k]
+                if new * gap < 0 or abs(new) < slack - 1e-9:
+                    return False
+    return True
 
 
 def schedule_for(plan: Plan, seed: int, overlap: int = 1) -> tuple[Step, ...]:
@@ -125,6 +219,8 @@ def _found(plan: Plan, seed: int, n: int, overlap: int, contrast: Plan | None = 
 def shrink(plan: Plan, found: Found, budget: int = 200, contrast: Plan | None = None) -> Found:
     steps = list(found.steps)
     runs = 0
+    floors = DetectionFloors.of(plan)
+    drawn = {s.name: s.duration for s in found.steps}
     with tempfile.TemporaryDirectory(prefix="hw-sim-shrink-") as tmp:
         def still_fails(candidate: list[Step]) -> bool:
             nonlocal runs
@@ -140,11 +236,14 @@ def shrink(plan: Plan, found: Found, budget: int = 200, contrast: Plan | None = 
                 steps = candidate
             else:
                 i += 1
-        for i in range(len(steps)):  # 2. shorten durations
-            while (d := steps[i].duration) is not None and d / 2 >= MIN_DURATION_S:
+        for i in range(len(steps)):  # 2. shorten durations, not below the detection floor
+            d0 = drawn.get(steps[i].name)
+            least = floors.floor(steps[i], d0) if d0 is not None else MIN_DURATION_S
+            while (d := steps[i].duration) is not None and (
+                    half := round(max(d / 2, least), 3)) < d and d / 2 >= MIN_DURATION_S:
                 candidate = list(steps)
-                candidate[i] = dataclasses.replace(steps[i], duration=round(d / 2, 3))
-                if not still_fails(candidate):
+                candidate[i] = dataclasses.replace(steps[i], duration=half)
+                if not _timeable(steps, candidate) or not still_fails(candidate):
                     break
                 steps = candidate
         for i in range(len(steps)):  # 3. move earlier, never before the step before it
@@ -153,7 +252,7 @@ def shrink(plan: Plan, found: Found, budget: int = 200, contrast: Plan | None = 
             while (at := steps[i].at) is not None and at >= 1.0 and (at + floor) / 2 < at - 0.01:
                 candidate = list(steps)
                 candidate[i] = dataclasses.replace(steps[i], at=round((at + floor) / 2, 3))
-                if not still_fails(candidate):
+                if not _timeable(steps, candidate) or not still_fails(candidate):
                     break
                 steps = candidate
         final = _fails(plan, steps, found.seed, Path(tmp), contrast)  # deterministic: again

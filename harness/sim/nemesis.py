@@ -4,7 +4,8 @@ with the simulator's fault primitives, and the same nemesis ops in the history.
 `SimNemesis.tick()` is the run's fault loop (harness/plan/timing.step_status on every tick,
 targets through harness/plan/targets.resolve with step_rng(seed, i), so a schedule means
 what it means in a container run). Supported: partition, isolate, latency, heal, heal-all,
-kill (lose_unsynced), stop, start, restart, pause, resume, disk-sync, elect-preferred.
+kill (lose_unsynced), stop, start, restart, pause, resume, disk-sync, elect-preferred,
+replace-consumer (on the run's SimConsumers, `consumers`).
 Not simulated (refused up front by `check_supported`): bandwidth, disk-stall, reassign, rebalance,
 clock, replace-member, hold-commits (the simulator has no consumer groups).
 """
@@ -141,6 +142,7 @@ class SimNemesis:
         self.aborted: str | None = None
         self._resolved: dict[str, tuple[Node, ...]] = {}
         self.pending_undo = 0
+        self.consumers: list[Any] = []  # the run's SimConsumers (replace-consumer)
         self._state: ClusterState | None = None
         self._state_at = -1.0
 
@@ -265,6 +267,12 @@ class SimNemesis:
                 c.disk_sync(node_name(n))
         elif a == "elect-preferred":
             _elect_preferred(c, step.params.get("partitions") or ())
+        elif a == "replace-consumer":
+            slot = int(step.params.get("consumer") or 0)
+            if slot >= len(self.consumers):
+                raise SimUnsupported(f"replace-consumer: no consumer {slot}")
+            self.consumers[slot].replace()
+            value["consumer"] = slot
         else:
             raise SimUnsupported(f"action {a!r} is not simulated")
         self._resolved[step.name] = nodes

@@ -24,6 +24,7 @@ from typing import Any
 
 from broker_app.controller.messages import NewTopic
 from broker_app.sim.cluster import SimCluster
+from broker_app.sim.quorum import CONTROLLER_ID_BASE
 from harness.bench.reference_checker import reference_check
 from harness.checker.expectations import AS_EXPECTED, UNEXPECTED, verdict
 from harness.checker.history import INFORMATIONAL
@@ -33,6 +34,7 @@ from harness.sim.config import broker_configs, controller_config
 from harness.sim.nemesis import FiredStep, SimNemesis, cluster_state, controller_image
 from harness.sim.workload import ClientContext, Drainer, SimConsumer, SimProducer
 from harness.store.history import HISTORY_FILE, HistoryWriter
+from harness.store.quorum import QUORUM_FILE, QuorumWriter
 from harness.store.results import write_results
 from harness.workload import all_partitions, parse_partition, producer_jobs
 
@@ -56,6 +58,8 @@ class SimResult:
     # partition -> offset -> {node: value}: offsets where ISR members' logs differ at the end
     # (replica divergence no client needs to have read; the container run's diverged_offsets)
     diverged: dict[str, dict[int, dict[str, str]]] = field(default_factory=dict)
+    # broker id -> records the workload's consumers read from it as a follower (KIP-392)
+    follower_reads: dict[int, int] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -129,6 +133,8 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
                             flush_lines=False)
     ctx = ClientContext(cluster, history)
     nemesis = SimNemesis(cluster, history, steps, seed)
+    quorum = QuorumSampler(cluster, out_dir / QUORUM_FILE,
+                           lambda: (loop.now_ms - start_ms) * 1_000_000)
     running = [0]
 
     def producer_done() -> None:
@@ -139,7 +145,9 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
         SimProducer(ctx, job, producer_done).start()
     cspec = plan.workload.consumers
     parts = [parse_partition(p) for p in cspec.partitions] or all_partitions(plan.cluster)
-    consumers = [SimConsumer(ctx, parts, cspec.poll_interval_ms) for _ in range(cspec.count)]
+    consumers = [SimConsumer(ctx, parts, cspec.poll_interval_ms, cspec.rack(i))
+                 for i in range(cspec.count)]
+    nemesis.consumers = consumers  # what replace-consumer acts on
     for c in consumers:
         c.start()
     try:
@@ -147,6 +155,7 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
         horizon_ms = int((plan.workload.duration_s() + 600) * 1000)
         while loop.now_ms - start_ms < horizon_ms:
             nemesis.tick(ctx.elapsed_s())
+            quorum.sample()
             if nemesis.aborted:
                 raise SimAborted(nemesis.aborted)
             if running[0] == 0 and nemesis.done and nemesis.pending_undo == 0:
@@ -162,12 +171,48 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
         drainer.stopped = True
     finally:
         history.close()
+        quorum.close()
     results = judge(plan, reference_check(path))
     if len(cluster.controllers) > 1:
         results["metadata-divergence"] = quorum_metadata_check(cluster)
     write_results(out_dir, results)
     return SimResult(seed, results, nemesis.fired, loop.now_ms, loop.events_run, path,
-                     replica_divergence(cluster))
+                     replica_divergence(cluster), dict(ctx.follower_reads))
+
+
+class QuorumSampler:
+    """quorum.jsonl on the simulator: what the container run's state poller writes
+    (harness/store/quorum.py), sampled every fault-loop tick on the virtual clock, one line
+    per controller whose (epoch, leader, active, hw, committed) changed since its last line
+    (a dead controller writes nothing, as one that cannot be asked)."""
+
+    def __init__(self, cluster: SimCluster, path: Path, clock_ns: Any) -> None:
+        self.cluster = cluster
+        self.quorum = [c for c in cluster.controllers.values() if hasattr(c, "raft")]
+        self.writer = QuorumWriter(path, start_ns=0, clock=clock_ns) if len(self.quorum) > 1 \
+            else None
+        self._last: dict[int, tuple[Any, ...]] = {}
+
+    def sample(self) -> None:
+        if self.writer is None:
+            return
+        for c in self.quorum:
+            raft = c.raft
+            if raft is None or not c.process.up:
+                continue
+            client = raft.client
+            me = c.config.node_id - CONTROLLER_ID_BASE
+            leader = client.leader_id
+            row = (client.epoch, None if leader is None else leader - CONTROLLER_ID_BASE,
+                   raft.is_active, client.high_watermark, raft.committed_offset)
+            leo = client.log.end_offset
+            if self._last.get(me) != (*row, leo):
+                self._last[me] = (*row, leo)
+                self.writer.write(me, *row, leo=leo)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
 
 
 def replica_divergence(cluster: SimCluster) -> dict[str, dict[int, dict[str, str]]]:

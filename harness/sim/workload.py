@@ -23,6 +23,7 @@ PartitionCycle, producer_jobs) and client.py's `fail`/`info` classification:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -74,6 +75,8 @@ class ClientContext:
         self._next_process = 0
         self._next_value = 0
         self._next_producer_id = 1000
+        #: records consumers read from a follower (KIP-392), per broker id
+        self.follower_reads: Counter[int] = Counter()
 
     def elapsed_s(self) -> float:
         return (self.loop.now_ms - self.start_ms) / 1000
@@ -267,11 +270,31 @@ def decode_values(records: bytes, topic: str, partition: int) -> list[dict[str, 
 
 
 class Poller:
-    """Fetches every partition of `parts` once from its leader (max_wait 0) and reports."""
+    """Fetches every partition of `parts` once (max_wait 0) and reports: from its leader, or,
+    for a consumer with a rack (KIP-392), from the replica the leader named as its preferred
+    read replica. Like a client, the consumer keeps that replica in `preferred` (tp -> (broker,
+    since ms)) until it answers with an error or fails, or PREFERRED_LEASE_MS passed (the Java
+    consumer re-asks the leader after metadata.max.age.ms); an error from it is reported as
+    `follower:<error>` (a client goes back to the leader; it does not reset its position)."""
 
-    def __init__(self, ctx: ClientContext, metadata: Metadata) -> None:
+    PREFERRED_LEASE_MS = 5_000
+
+    def __init__(self, ctx: ClientContext, metadata: Metadata, rack: str | None = None,
+                 preferred: dict[TopicPartition, tuple[int, int]] | None = None) -> None:
         self.ctx = ctx
         self.metadata = metadata
+        self.rack = rack
+        self.preferred = preferred if preferred is not None else {}
+
+    def _source(self, tp: TopicPartition) -> int | None:
+        leader = self.metadata.leaders.get(tp)
+        if leader is None or not self.rack:
+            return leader
+        chosen = self.preferred.get(tp)
+        if chosen is None or self.ctx.loop.now_ms - chosen[1] >= self.PREFERRED_LEASE_MS:
+            self.preferred.pop(tp, None)
+            return leader
+        return chosen[0]
 
     def poll(
         self,
@@ -279,27 +302,27 @@ class Poller:
         done: Callable[[list[dict[str, Any]], dict[TopicPartition, Any]], None],
     ) -> None:
         """done(records in order, {tp: error name or (hw, had_records)})."""
-        by_leader: dict[int, list[TopicPartition]] = {}
+        by_source: dict[int, list[TopicPartition]] = {}
         answers: dict[TopicPartition, Any] = {}
         for tp in sorted(positions):
-            leader = self.metadata.leaders.get(tp)
-            if leader is None:
+            source = self._source(tp)
+            if source is None:
                 answers[tp] = "LEADER_NOT_AVAILABLE"
             else:
-                by_leader.setdefault(leader, []).append(tp)
+                by_source.setdefault(source, []).append(tp)
         if any(isinstance(a, str) for a in answers.values()):
             self.metadata.refresh()
         results: dict[TopicPartition, list[dict[str, Any]]] = {}
-        waiting = [len(by_leader)]
+        waiting = [len(by_source)]
 
         def finish() -> None:
             recs = [r for tp in sorted(results) for r in results[tp]]
             done(recs, answers)
 
-        if not by_leader:
+        if not by_source:
             finish()
             return
-        for leader, tps in sorted(by_leader.items()):
+        for source, tps in sorted(by_source.items()):
             body = build(request_class(1, 12), {
                 "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20,
                 "isolation_level": 0, "session_id": 0, "session_epoch": -1,
@@ -307,20 +330,31 @@ class Poller:
                     {"partition": p, "fetch_offset": positions[(t, p)],
                      "partition_max_bytes": 1 << 20} for (t2, p) in tps if t2 == t]}
                     for t in sorted({t for t, _ in tps})],
-                "forgotten_topics_data": [], "rack_id": "",
+                "forgotten_topics_data": [], "rack_id": self.rack or "",
             })  # fmt: skip
+            from_follower = {tp for tp in tps if tp in self.preferred}
 
-            def ok(resp: Any, tps: list[TopicPartition] = tps) -> None:
+            def ok(resp: Any, source: int = source,
+                   from_follower: set[TopicPartition] = from_follower) -> None:
                 for t in resp.responses:
                     for p in t.partitions:
                         tp = (t.topic, p.partition_index)
                         code = int(p.error_code.value)
                         if code != Errors.NONE:
-                            answers[tp] = error_name(code)
-                            self.metadata.refresh()
+                            if tp in from_follower:
+                                self.preferred.pop(tp, None)
+                                answers[tp] = f"follower:{error_name(code)}"
+                            else:
+                                answers[tp] = error_name(code)
+                                self.metadata.refresh()
                             continue
+                        redirect = int(getattr(p, "preferred_read_replica", -1))
+                        if redirect >= 0 and self.rack:
+                            self.preferred[tp] = (redirect, self.ctx.loop.now_ms)
                         recs = decode_values(bytes(p.records or b""), *tp)
                         recs = [r for r in recs if r["offset"] >= positions[tp]]
+                        if tp in from_follower:
+                            self.ctx.follower_reads[source] += len(recs)
                         results[tp] = recs
                         answers[tp] = (int(p.high_watermark), bool(recs))
                 waiting[0] -= 1
@@ -330,26 +364,40 @@ class Poller:
             def failed(reason: str, tps: list[TopicPartition] = tps) -> None:
                 for tp in tps:
                     answers[tp] = "_TRANSPORT"
+                    self.preferred.pop(tp, None)
                 self.metadata.refresh()
                 waiting[0] -= 1
                 if waiting[0] == 0:
                     finish()
 
-            self.ctx.net.rpc(CLIENT, f"broker-{leader}", body, ok, failed, FETCH_TIMEOUT_MS)
+            self.ctx.net.rpc(CLIENT, f"broker-{source}", body, ok, failed, FETCH_TIMEOUT_MS)
 
 
 class SimConsumer:
-    def __init__(self, ctx: ClientContext, parts: list[TopicPartition], interval_ms: int) -> None:
+    """An assign-mode consumer: polls every `interval_ms` from its positions; `rack` is its
+    client.rack (KIP-392); `replace()` starts a new process from the beginning (the
+    replace-consumer action)."""
+
+    def __init__(self, ctx: ClientContext, parts: list[TopicPartition], interval_ms: int,
+                 rack: str | None = None) -> None:
         self.ctx = ctx
         self.parts = parts
         self.interval_ms = interval_ms
+        self.rack = rack
         self.stopped = False
+        self._replace = False
         self._new_client()
 
     def _new_client(self) -> None:
         self.process = self.ctx.new_process()
         self.metadata = Metadata(self.ctx)
         self.positions = dict.fromkeys(self.parts, 0)
+        self.preferred: dict[TopicPartition, tuple[int, int]] = {}
+
+    def replace(self) -> None:
+        """A new process from the beginning, from the next poll on (a poll in flight completes
+        as the old process's)."""
+        self._replace = True
 
     def start(self) -> None:
         self.metadata.refresh()
@@ -358,6 +406,10 @@ class SimConsumer:
     def _poll(self) -> None:
         if self.stopped:
             return
+        if self._replace:
+            self._replace = False
+            self._new_client()
+            self.metadata.refresh()
         invoke = self.ctx.history.invoke(self.process, "poll", final=False)
 
         def done(records: list[dict[str, Any]], answers: dict[TopicPartition, Any]) -> None:
@@ -376,7 +428,7 @@ class SimConsumer:
             if not self.stopped:
                 self.ctx.later(self.interval_ms, self._poll)
 
-        Poller(self.ctx, self.metadata).poll(dict(self.positions), done)
+        Poller(self.ctx, self.metadata, self.rack, self.preferred).poll(dict(self.positions), done)
 
 
 class Drainer:

@@ -13,6 +13,7 @@ its admin endpoint:
 | `active` | bool | it is that leader and serves as the active controller |
 | `hw` | int or null | its Raft high watermark (null: not known yet) |
 | `committed` | int | offset below which its metadata is committed and applied |
+| `leo` | int or absent | its metadata log end offset (committed or not); absent in runs before it |
 
 A controller that could not be asked has no line for that poll. `QuorumWriter` writes the
 format (thread-safe, flushed per line); `read_quorum` parses it, returning the samples and one
@@ -44,6 +45,7 @@ class QuorumSample:
     active: bool
     hw: int | None
     committed: int
+    leo: int | None = None  # absent (None) in files written before it
 
 
 class QuorumWriter:
@@ -58,10 +60,14 @@ class QuorumWriter:
         self._fh: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - close()
 
     def write(self, controller: int, epoch: int, leader: int | None, active: bool,
-              hw: int | None, committed: int, time_ns: int | None = None) -> QuorumSample:
+              hw: int | None, committed: int, time_ns: int | None = None,
+              leo: int | None = None) -> QuorumSample:
         t = self._clock() - self._start if time_ns is None else time_ns
-        sample = QuorumSample(max(0, t), controller, epoch, leader, active, hw, committed)
-        line = json.dumps(asdict(sample), separators=(",", ":"))
+        sample = QuorumSample(max(0, t), controller, epoch, leader, active, hw, committed, leo)
+        fields = asdict(sample)
+        if leo is None:
+            del fields["leo"]
+        line = json.dumps(fields, separators=(",", ":"))
         with self._lock:
             self._fh.write(line + "\n")
             self._fh.flush()
@@ -84,12 +90,13 @@ def parse_quorum_sample(obj: Any) -> tuple[QuorumSample | None, str | None]:
         ("active", isinstance(obj.get("active"), bool)),
         ("hw", obj.get("hw") is None or _int(obj.get("hw"))),
         ("committed", _int(obj.get("committed"))),
+        ("leo", obj.get("leo") is None or _int(obj.get("leo"))),
     )
     for name, ok in checks:
         if not ok:
             return None, f"{name}: invalid value {obj.get(name)!r}"
     return QuorumSample(obj["time"], obj["controller"], obj["epoch"], obj.get("leader"),
-                        obj["active"], obj.get("hw"), obj["committed"]), None
+                        obj["active"], obj.get("hw"), obj["committed"], obj.get("leo")), None
 
 
 def read_quorum(path: str | Path, max_problems: int = 20

@@ -19,9 +19,9 @@ ALL = scenarios()
 SOURCE = re.compile(r"KIP-\d+|KAFKA-\d+|Jepsen|Kafka documentation|design")
 
 
-# Scenarios of a guarantee with no legacy behaviour in the project yet (L11: the KRaft quorum's
-# controller failover; a legacy Raft switch would add its legacy mode).
-FIXED_ONLY = {"L11"}
+# Scenarios of a guarantee with no legacy behaviour in the project (L14: a partitioned active
+# controller, which no KRaft release let commit: see its description).
+FIXED_ONLY = {"L14"}
 
 
 def test_the_priority_scenarios_exist_with_legacy_and_fixed() -> None:
@@ -149,8 +149,9 @@ def test_l1_to_l10_are_documented() -> None:
 def test_every_mode_runs_from_its_version_preset_alone(sc) -> None:
     """Each mode names a kafka_version and sets no version switch of its own: the switches the
     brokers and controller run with are exactly that release's preset (docs/kafka-versions.md).
-    Plain configuration (flush, lag time), L5's hypothetical consumer-visibility and L13's
-    hypothetical raft-vote-log-check are not version switches."""
+    Plain configuration (flush, lag time), L5's hypothetical consumer-visibility, L11's
+    hypothetical controller-activation and L13's hypothetical raft-vote-log-check are not
+    version switches."""
     from broker_app.kafka_versions import SWITCH_NAMES, preset
 
     for mode in sc.modes:

@@ -7,9 +7,9 @@ one container run per scenario.
 L2's mode judges the divergence on the replicas' files (`diverged_offsets`), which the
 simulator's in-memory logs do not write: here the mode's `diverged_offsets` is judged on the
 simulator's own count of it (SimResult.diverged: offsets where two in-sync replicas' disks
-differ after the settle). Plans run three controllers by default (a simulated Raft quorum):
-with it L2's legacy divergence no longer reaches a client as an inconsistent offset (it did
-with one controller); the replicas still differ.
+differ after the settle). L2's consumers read from different replicas (KIP-392, simulated
+by harness/sim/workload.Poller): its legacy mode expects the divergence read as well
+(inconsistent-offset > 0), the fixed mode none.
 """
 
 from __future__ import annotations

@@ -145,5 +145,9 @@ def test_kip903_and_the_raft_vote_switch_reach_their_processes():
     assert controller().raft_vote_log_check and controller().isr_broker_epochs
     assert not controller("--kafka-version", "3.3").isr_broker_epochs
     assert controller("--kafka-version", "3.5").isr_broker_epochs
+    on_election = ClusterSpec(switches={"controller-activation": "on-election"})
+    assert process_flags(on_election) == ([], ["--controller-activation", "on-election"])
+    assert not controller("--controller-activation", "on-election").activate_caught_up
+    assert controller().activate_caught_up
     assert not _broker_config("--kafka-version", "3.3").behaviour.isr_broker_epochs
     assert _broker_config("--kafka-version", "3.5").behaviour.isr_broker_epochs

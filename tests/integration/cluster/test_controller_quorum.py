@@ -89,3 +89,39 @@ def test_killing_the_active_controller_elects_another_and_keeps_metadata(
     finally:
         for p in reversed(started):
             p.stop()
+
+
+def test_sigterm_of_the_active_controller_hands_over_before_it_exits(tmp_path: Path) -> None:
+    """Kafka's graceful shutdown: the active controller resigns (EndQuorumEpoch), stays until
+    another voter leads, then exits cleanly; its log names no shutdown timeout. So the moment
+    it has exited, another voter already leads a later epoch (the election and fetch timeouts
+    are long, 5 s and 10 s: no follower stood on its own timer). On localhost the old
+    best-effort resign (EndQuorumEpoch, 50 ms, exit) passes this too, its election being that
+    fast; the wait-for-a-leader and never-stand rules are unit tests (test_raft_replication)."""
+    controllers = {i: ControllerProcess(tmp_path / f"controller-{i}") for i in IDS}
+    voters = ",".join(f"{i}@127.0.0.1:{c.port}" for i, c in controllers.items())
+    try:
+        for i, c in controllers.items():
+            c.extra_args = ["--node-id", str(i), "--controller-quorum-voters", voters,
+                            "--controller-quorum-election-timeout-ms", "5000",
+                            "--controller-quorum-fetch-timeout-ms", "10000",
+                            "--log-level", "INFO"]
+            c.start()
+        first = wait_until(lambda: active(controllers), 60, "an active controller")
+        epoch = controllers[first].state()["quorum"]["epoch"]
+        rc = controllers[first].stop(signal.SIGTERM)
+        assert rc == 0
+        assert "graceful shutdown timed out" not in controllers[first].log()
+        # Its exit waited for the new leader: one of the others leads a later epoch already.
+        views = {i: controllers[i].state()["quorum"] for i in IDS if i != first}
+        leaders = [i for i, q in views.items() if q["leader_id"] == i and q["epoch"] > epoch]
+        assert len(leaders) == 1, views
+        others = {i: c for i, c in controllers.items() if i != first}
+        assert wait_until(lambda: active(others), 20, "the new leader active") == leaders[0]
+    except Exception:
+        for i, c in controllers.items():
+            print(f"--- controller {i}\n{c.log()[-3000:]}")
+        raise
+    finally:
+        for c in controllers.values():
+            c.stop()

@@ -52,3 +52,25 @@ def test_lost_values_go_to_the_kill_window_they_were_sent_in(tmp_path: Path) -> 
     assert (acked, read, lost, before) == (4, 1, [1, 2, 4], 1)
     assert [k.lost for k in kills] == [1, 1]  # 2 after kill 1; 4 after kill 2 (3 was read)
     assert [k.acked_during for k in kills] == [1, 2]  # acks within kill + failover
+
+
+def test_the_quorum_timers_reach_every_controller_and_set_the_reference_bound() -> None:
+    import argparse
+
+    from harness.bench.controller_failover import (
+        Result,
+        add_arguments,
+        controller_args,
+        reference_bound_ms,
+    )
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--fetch-timeout-ms", "1000", "--signal", "TERM"])
+    assert controller_args(args) == ["--controller-quorum-fetch-timeout-ms", "1000",
+                                     "--controller-quorum-election-timeout-ms", "1000"]
+    # A crash is noticed only after the fetch timeout; a graceful resign needs no detection.
+    crash = Result("r", 3, "kill", "KILL", fetch_timeout_ms=2000, election_timeout_ms=1000)
+    assert reference_bound_ms(crash)[0] == 3000
+    graceful = Result("r", 3, "kill", "TERM", fetch_timeout_ms=2000, election_timeout_ms=1000)
+    assert reference_bound_ms(graceful)[0] == 1000

@@ -1,7 +1,7 @@
 """Plans that name KRaft controllers: the targets `active-controller` (alias `controller`),
-`controller: N`, `controllers`, `random-controller`; the conditions `controller.leader`,
-`controller.epoch`, `controller(N).committed`...; and the ClusterState the run builds from the
-controllers' /state answers (state_poller.build_state)."""
+`controller: N`, `controllers`, `standby-controllers`, `random-controller`; the conditions
+`controller.leader`, `controller.epoch`, `controller(N).committed`...; and the ClusterState the
+run builds from the controllers' /state answers (state_poller.build_state)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,33 @@ def test_controller_targets_resolve() -> None:
     assert controller(2) not in rest and {controller(1), controller(3)} <= set(rest)
     assert str(Target("controller", controller=3)) == "controller 3"
     assert str(Target("active-controller")) == str(Target("controller")) == "active controller"
+
+
+def test_standby_controllers_are_every_controller_but_the_active_one() -> None:
+    state = with_quorum(cs(1, 5, 2), cs(2, 5, 2), cs(3, 5, 2))
+    rng = random.Random(0)
+    assert resolve(Target("standby-controllers"), state, rng) == (controller(1), controller(3))
+    with pytest.raises(ResolutionError, match="no active controller known"):
+        resolve(Target("standby-controllers"), with_quorum(cs(1, 6, None)), rng)
+    one = dataclasses.replace(with_quorum(cs(1, 5, 1)), controllers=(1,))
+    with pytest.raises(ResolutionError, match="quorum of one"):
+        resolve(Target("standby-controllers"), one, rng)
+    # standby-controller: N, the N-th standby in id order
+    assert resolve(Target("standby-controller", index=1), state, rng) == (controller(3),)
+    with pytest.raises(ResolutionError, match="no index 2"):
+        resolve(Target("standby-controller", index=2), state, rng)
+    assert str(Target("standby-controller", index=1)) == "standby controller 1"
+    assert target_to_data(Target("standby-controller", index=1)) == {"standby-controller": 1}
+
+
+def test_standby_controller_index_is_checked_against_the_quorum(write_plan: WritePlan) -> None:
+    base = BASE.replace("brokers: 3", "brokers: 3\n  controllers: 3")
+    ok = base.replace("faults:\n", "faults:\n  - {name: a, at: 1, action: partition, "
+                      "target: {standby-controller: 1}, peers: active-controller}\n")
+    plan = load_plan(write_plan(ok))
+    assert plan.faults[0].target == Target("standby-controller", index=1)
+    with pytest.raises(PlanError, match="3 controller\\(s\\) have 2 standby"):
+        load_plan(write_plan(ok.replace("standby-controller: 1", "standby-controller: 2")))
 
 
 def test_random_controller_draws_among_those_that_answered() -> None:

@@ -107,8 +107,13 @@ CASES = [
      "values: 100\n  consumers:\n    mode: subscribe\n    group: 'a b'",
      "group: 'a b'", "workload.consumers.group", "bad group id"),
     ("unknown commit mode", "values: 100",
-     "values: 100\n  consumers:\n    mode: subscribe\n    commit: async",
-     "commit: async", "workload.consumers.commit", "expected one of sync, none"),
+     "values: 100\n  consumers:\n    mode: subscribe\n    commit: manual",
+     "commit: manual", "workload.consumers.commit", "expected one of sync, async, auto, none"),
+    ("commit mode misspelt", "values: 100",
+     "values: 100\n  consumers:\n    mode: subscribe\n    commit: asynch",
+     "commit: asynch", "workload.consumers.commit", "did you mean 'async'"),
+    ("commit in assign mode", "values: 100", "values: 100\n  consumers: {commit: auto}",
+     "consumers:", "workload.consumers.commit", "only with mode: subscribe"),
     ("unknown assignor", "values: 100",
      "values: 100\n  consumers:\n    mode: subscribe\n    assignor: sticky",
      "assignor: sticky", "workload.consumers.assignor", "expected one of range"),
@@ -137,6 +142,13 @@ def test_subscribe_consumers_are_read(write_plan: WritePlan) -> None:
     spec = load_plan(write_plan(text)).workload.consumers
     assert (spec.count, spec.mode, spec.group, spec.commit, spec.assignor) == (
         3, "subscribe", "g-1", "sync", "cooperative-sticky")
+
+
+@pytest.mark.parametrize("commit", ["sync", "async", "auto", "none"])
+def test_every_commit_mode_is_read(write_plan: WritePlan, commit: str) -> None:
+    text = BASE.replace("values: 100", "values: 100\n  consumers:\n    count: 2\n"
+                        f"    mode: subscribe\n    commit: {commit}")
+    assert load_plan(write_plan(text)).workload.consumers.commit == commit
 
 
 def test_yaml_syntax_error_has_its_line(write_plan: WritePlan) -> None:

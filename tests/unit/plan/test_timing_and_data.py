@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from harness.plan import load_plan
+from harness.plan.conditions import parse_condition
 from harness.plan.serialize import plan_to_data
 from harness.plan.timing import FIRE, TIMED_OUT, WAIT, step_status, steps_for
 
@@ -29,6 +31,15 @@ def test_at_after_and_when() -> None:
     p = ahead.partitions["t-0"]
     p.replica_states[2] = type(p.replica_states[2])(2, "leader", 60, 15, 3)
     assert step_status(cut, 6.0, 5.0, ahead) == FIRE
+
+
+def test_when_elapsed_counts_from_the_workload_start_not_the_snapshot() -> None:
+    step = dataclasses.replace(load_plan(PLANS / "acks1-partition.yaml").faults[1],
+                               when=parse_condition("elapsed >= 10"), timeout=60.0)
+    # A snapshot polled during the cluster's start carries 25 s of the poller's clock.
+    early = dataclasses.replace(three_brokers(), elapsed_s=25.0)
+    assert step_status(step, 0.5, 0.0, early) == WAIT
+    assert step_status(step, 10.0, 0.0, early) == FIRE
 
 
 def test_steps_for_scripted_and_random() -> None:

@@ -211,3 +211,52 @@ def test_an_observer_finds_the_leader_follows_failover_and_never_counts():
     assert net.run_until(lambda: records(observer) == [b"a", b"b", b"c"], 10_000)
     assert observer.client.leader_id == net.leader().node_id
     assert observer.store.state.voted_id is None  # it never voted
+
+
+def test_a_graceful_shutdown_hands_over_and_the_old_leader_never_stands_again():
+    """Kafka's KafkaRaftClient.shutdown: the leader resigns (EndQuorumEpoch), then waits,
+    answering the others, until one of them leads; it learns the new leader and is done."""
+    net = SimNetwork(3, seed=8)
+    old = net.elect()
+    net.append(b"a")
+    net.run_for(200)
+    net.send(old.client.shutdown(net.now))
+    assert not old.client.shutdown_complete
+    assert net.run_until(lambda: old.client.shutdown_complete, 5000)
+    new = net.leader()
+    assert new is not None and new is not old and old.client.leader_id == new.node_id
+    net.append(b"b")
+    net.run_for(300)
+    assert records(old) == [b"a", b"b"]  # it still follows while the caller winds down
+    assert old.client.deadline_ms() > net.now  # no timer in the past: the driver can sleep
+
+
+def test_a_voter_shutting_down_never_becomes_a_candidate():
+    """A follower shutting down whose leader dies stays put (Kafka: it can stop at once);
+    the others elect a leader without it standing."""
+    net = SimNetwork(3, seed=9)
+    leader = net.elect()
+    net.append(b"a")
+    net.run_for(200)
+    quitting = next(n for n in net.nodes.values() if n is not leader)
+    net.send(quitting.client.shutdown(net.now))
+    assert quitting.client.shutdown_complete  # it follows a remote leader
+    net.crash(leader.node_id)
+    stood = []
+    assert net.run_until(lambda: (stood.append(
+        isinstance(quitting.client.quorum.state, CandidateState)) or net.leader()) is not None,
+        10_000)
+    assert not any(stood) and net.leader() is not quitting
+    epoch = quitting.client.epoch
+    net.isolate(quitting.node_id)  # now it hears nobody: still no election of its own
+    net.run_for(10_000)
+    assert not isinstance(quitting.client.quorum.state, CandidateState)
+    assert quitting.client.epoch == epoch
+
+
+def test_end_quorum_epoch_backoff_is_kafkas_strict_exponential_by_position():
+    from broker_app.raft.raft_client import end_epoch_election_backoff_ms
+
+    assert [end_epoch_election_backoff_ms((2, 3), v, 1000) for v in (2, 3, 4)] == [0, 500, 1000]
+    assert [end_epoch_election_backoff_ms((5, 4, 3, 2), v, 1000)
+            for v in (5, 4, 3, 2)] == [0, 125, 250, 500]

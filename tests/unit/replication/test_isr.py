@@ -194,3 +194,42 @@ def test_fenced_follower_is_not_proposed_for_the_isr(make_cluster) -> None:
     cluster.fetch_round(B)
     update = cluster.last_update
     assert update.alter_partition is not None and update.alter_partition.new_isr == (A, B)
+
+
+def test_hw_does_not_wait_for_a_fenced_replica_that_left_the_isr(make_cluster) -> None:
+    """A follower dies right after catching up; the controller fences it and takes it out of
+    the ISR (same leader epoch, new partition epoch). Within replica.lag.time.max.ms of its
+    last fetch it still looks caught up; Kafka waits for such a replica only while it may join
+    the ISR (isReplicaIsrEligible, KIP-841), so a fenced one no longer holds the HW back
+    (group-coordinator-kill: acks=all sends to live leaders timed out until it returned)."""
+    cluster = make_cluster([A, B, C])
+    cluster.elect(A, isr=[A, B, C])
+    cluster.produce(["m0"])
+    cluster.replicate(B, C, rounds=3)
+    assert cluster.leader.high_watermark == 1
+    cluster.crash(C)
+    cluster.produce(["m1"])
+    cluster.replicate(B, rounds=3)
+    fenced = {C}
+    cluster.leader.is_replica_isr_eligible = lambda replica_id: replica_id not in fenced
+    cluster.partition_epoch += 1  # the controller's ISR change on fencing C
+    cluster.leader.make_leader(cluster.leader_epoch, [A, B], [A, B, C],
+                               cluster.partition_epoch, cluster.now_ms)
+    assert cluster.leader.isr == {A, B}
+    assert cluster.leader.high_watermark == 2  # m1 is on every replica that may be in the ISR
+
+
+def test_hw_still_waits_for_a_live_caught_up_replica_outside_the_isr(make_cluster) -> None:
+    """The rule the eligibility check narrows: a registered replica that is caught up but not
+    (yet) in the ISR is waited for, so the HW cannot run away from it."""
+    cluster = make_cluster([A, B, C])
+    cluster.elect(A, isr=[A, B, C])
+    cluster.produce(["m0"])
+    cluster.replicate(B, C, rounds=3)
+    cluster.crash(C)
+    cluster.produce(["m1"])
+    cluster.replicate(B, rounds=3)
+    cluster.partition_epoch += 1
+    cluster.leader.make_leader(cluster.leader_epoch, [A, B], [A, B, C],
+                               cluster.partition_epoch, cluster.now_ms)
+    assert cluster.leader.high_watermark == 1  # C (not fenced) counts as caught up: waited for

@@ -3,7 +3,10 @@ same faults (what `highwater run` would replay in containers)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from harness.plan.loader import parse_plan
+from harness.plan.model import Step
 from harness.plan.state import Node
 from harness.plan.targets import Target
 from harness.plan.timing import steps_for
@@ -93,3 +96,45 @@ def test_contrast_keeps_only_what_the_switch_under_test_loses(tmp_path) -> None:
     assert _fails(eager, steps, 34, tmp_path, contrast=maximal) is not None
     assert _fails(eager, steps, 34, tmp_path, contrast=eager) is None
     assert _fails(maximal, steps, 34, tmp_path) is None
+
+
+def test_detection_floors_come_from_the_plans_cluster_config() -> None:
+    """The shrinker's floors move with replica.lag.time.max.ms and the session timeout."""
+    from harness.sim.explore import CONTAINER_SLACK_S, DetectionFloors
+
+    fast = DetectionFloors.of(parse_plan(RANDOM, "r.yaml",
+                                         {"cluster.switches.replica-lag-time-max-ms": "2000"}))
+    slow = DetectionFloors.of(parse_plan(RANDOM, "r.yaml",
+                                         {"cluster.switches.replica-lag-time-max-ms": "6000"}))
+    assert round(slow.isr_out_s - fast.isr_out_s, 3) == 4.0
+    assert fast.fenced_s == slow.fenced_s > 9.0 + CONTAINER_SLACK_S  # session timeout 9 s
+    assert fast.isr_out_s > 2.0 + CONTAINER_SLACK_S
+
+
+def test_a_fault_is_not_shortened_below_a_floor_it_crossed_as_drawn() -> None:
+    from harness.sim.explore import MIN_DURATION_S, DetectionFloors
+
+    floors = DetectionFloors(isr_out_s=4.6, fenced_s=10.6)
+    kill = Step(action="kill", name="k", at=1.0, duration=15.0)
+    assert floors.floor(kill, 15.0) == 10.6
+    assert floors.floor(kill, 8.0) == 4.6
+    assert floors.floor(kill, 3.0) == MIN_DURATION_S
+    latency = Step(action="latency", name="l", at=1.0, duration=15.0)
+    assert floors.floor(latency, 15.0) == MIN_DURATION_S
+
+
+def test_timeable_keeps_separated_fault_edges_apart_and_in_order() -> None:
+    from harness.sim.explore import _timeable
+
+    pause = Step(action="pause", name="p", at=5.0, duration=4.0)  # 5 .. 9
+    kill = Step(action="kill", name="k", at=10.0, duration=12.0)  # starts 1 s after p ends
+    chained = Step(action="kill", name="c", after=2.0, duration=3.0)  # 12 .. 15
+    before = [pause, kill, chained]
+    moved = [pause, dataclasses.replace(kill, at=9.5), chained]  # 0.5 s after p ends
+    assert not _timeable(before, moved)
+    assert _timeable(before, [pause, dataclasses.replace(kill, at=11.0), chained])
+    # the `after` step moves with the step before it: 12 -> 11.5 keeps it 2 s after
+    shorter = [dataclasses.replace(pause, duration=2.0), kill, chained]
+    assert _timeable(before, shorter)
+    swapped = [dataclasses.replace(pause, duration=7.0), kill, chained]  # p now ends at 12
+    assert not _timeable(before, swapped)
