@@ -22,12 +22,17 @@ process, every op completes before its method returns):
   - `async`: `Consumer.commit(asynchronous=True)`; the op completes with the outcome the
     `on_commit` callback reports (`ok`/`info` as for sync). librdkafka serves that callback
     only inside `Consumer.poll`, so to keep one op in flight the commit op waits for it itself:
-    it pauses the assignment (no record is handed out while the commit is in flight), polls
-    until the callback for these offsets arrived (at most ASYNC_COMMIT_WAIT_S, then `info`
-    `_TIMED_OUT` and the client is `crashed`: a callback still owed could be taken for the
-    next commit's), and resumes. A record of a partition assigned during the wait (not
-    paused) is kept, tagged with the generation it was read under, and is the first record
-    the next poll op returns.
+    it polls until the callback for these offsets arrived (at most ASYNC_COMMIT_WAIT_S, then
+    `info` `_TIMED_OUT` and the client is `crashed`: a callback still owed could be taken for
+    the next commit's). A record those polls dequeue is kept, tagged with the generation it was
+    read under, and handed out by the next poll op, every one of them (that op may return more
+    than max_records). The assignment is not paused during the wait: a pause right after a
+    rebalance assigned a partition can lose the assign's start offset (confluentinc/librdkafka#2190,
+    open), and a resume after a rebalance during the wait can restart a fetch from a stale
+    position (#4686, #1802). Either re-delivers records to the same member within one generation;
+    that is the likely cause of the nonmonotonic-poll CI saw once in this mode with the pausing
+    version (reproduced locally: a member re-read cm-0 offsets 0-3 in generation 2 right after
+    pausing a partition assigned a moment before).
   - `auto`: the consumer runs with `enable.auto.commit` (every AUTO_COMMIT_INTERVAL_MS) and
     `enable.auto.offset.store=false`; `commit()` records a commit op, then stores the offsets
     (`Consumer.store_offsets`) for librdkafka's auto-commit to send at some later time (on its
@@ -160,11 +165,10 @@ class GroupConsumerClient:
         if self.crashed:
             raise RuntimeError(f"process {self.process} crashed; start a new client")
         invoke = self.history.invoke(self.process, "poll", final=False, group=self.group)
-        records: list[dict[str, Any]] = self._early[:self.max_records]
-        del self._early[:self.max_records]
-        for r in records:  # still ours (not revoked since): its position is to be committed
-            if (r["topic"], r["partition"]) in self.assignment:
-                self._uncommitted[(r["topic"], r["partition"])] = r["offset"] + 1
+        # All of them, even beyond max_records: a backlog carried over would be recorded ever
+        # later than it was read (seen: a generation-1 record reported after generation 3's
+        # commits, a false commit-regression).
+        records, self._early = self._early, []
         errors: list[str] = []
         deadline = time.monotonic() + timeout_s
         try:
@@ -255,11 +259,6 @@ class GroupConsumerClient:
         self._awaited = sorted((tp.topic, tp.partition, tp.offset) for tp in tps)
         self._outcome = None
         try:
-            paused = self._consumer.assignment()
-            self._consumer.pause(paused)
-        except (KafkaException, RuntimeError):
-            paused = []
-        try:
             try:
                 self._consumer.commit(offsets=tps, asynchronous=True)
             except (KafkaException, RuntimeError) as e:
@@ -279,15 +278,12 @@ class GroupConsumerClient:
                     self._keep_early(m)
         finally:
             self._awaited = None
-            if paused:
-                try:
-                    self._consumer.resume(paused)
-                except (KafkaException, RuntimeError):
-                    pass  # revoked meanwhile: a new assignment is not paused
         (error,) = self._outcome
         if error is not None:
             return self.history.complete(invoke, "info", error=error, **how)
-        self._uncommitted.clear()
+        for tp in tps:  # positions read during the wait are newer: still to be committed
+            if self._uncommitted.get((tp.topic, tp.partition)) == tp.offset:
+                del self._uncommitted[(tp.topic, tp.partition)]
         return self.history.complete(invoke, "ok", **how)
 
     def _keep_early(self, m: Any) -> None:
@@ -299,6 +295,11 @@ class GroupConsumerClient:
         self._early.append({"topic": m.topic(), "partition": m.partition(),
                             "offset": m.offset(), "value": value,
                             "generation": self.generation, "rebalance": self.rebalances})
+        # Its position is ours to commit from now on, unless a revoke later in this wait pops
+        # it: judged at the next poll op instead, a partition revoked and assigned again in
+        # between would commit a position read under the old generation (seen: a false
+        # commit-regression).
+        self._uncommitted[(m.topic(), m.partition())] = m.offset() + 1
 
     def close(self) -> None:
         try:
