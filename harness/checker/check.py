@@ -11,6 +11,8 @@ The metadata check's result, which `highwater run` stores in run.json (`metadata
 harness.metadata_check), is carried into results.json as `metadata-divergence` (its own name,
 HISTORY.md) and judged in the run's verdict (`RunResult.verdict`, expectations.run_verdict), not
 in results.json's `verdict`, which stays the history's; re-checking a stored run keeps it.
+Likewise `controller-commit-while-cut` (harness.quorum_check.controller_cut_check, computed here
+from the run's quorum.jsonl and its history's nemesis ops, when it has both).
 A history is read from its Parquet sidecar (harness.checker.sidecar: built beside it on the
 first check, while the Spark session starts, and used only while it matches the jsonl's size
 and SHA-256) or, when it has none (a line pyarrow cannot read with the schema), as JSON; both
@@ -34,6 +36,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from harness.checker.expectations import (
+    CONTROLLER_COMMIT_WHILE_CUT,
     METADATA_DIVERGENCE,
     Expectation,
     ExpectationError,
@@ -48,9 +51,11 @@ from harness.checker.history import (
     history_schema,
     validate_history,
 )
+from harness.quorum_check import controller_cut_check
 from harness.store.files import StoreError
 from harness.store.history import HISTORY_FILE
 from harness.store.meta import read_meta
+from harness.store.quorum import QUORUM_FILE
 from harness.store.results import write_results
 
 PLAN_FILE = "plan.yaml"
@@ -311,6 +316,8 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
                 res = build_results(
                     stats_by_run.get(key), rows_by_run.get(key, []), run.expectations,
                     metadata=stored_metadata_divergence(run.run_dir),
+                    controller_cut=controller_cut_check(run.history,
+                                                        run.run_dir / QUORUM_FILE),
                 )
                 write_results(run.run_dir, res)
                 results[key] = RunResult(run.run_dir, results=res)
@@ -363,6 +370,7 @@ def stored_metadata_divergence(run_dir: Path) -> dict[str, Any] | None:
 def build_results(
     stats_row: Mapping[str, Any] | None, rows: list, expectations: Sequence[Expectation],
     metadata: Mapping[str, Any] | None = None,
+    controller_cut: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """results.json of HISTORY.md from one run's stats row and top-10 anomaly rows, plus the
     metadata check's result when the run made one (HISTORY.md: under its own name)."""
@@ -397,6 +405,8 @@ def build_results(
     }
     if metadata is not None:
         results[METADATA_DIVERGENCE] = dict(metadata)
+    if controller_cut is not None:
+        results[CONTROLLER_COMMIT_WHILE_CUT] = dict(controller_cut)
     return results
 
 

@@ -14,15 +14,17 @@ Contract:
   the scenario runner (with its mode's lost_by_acks and diverged_offsets) and, through those,
   the nightly: "as-expected" when every anomaly expectation holds on the counts (with none,
   exactly when the history is valid) and every lost-by-acks and divergence expectation given
-  holds; else "unexpected", with `misses` saying what did not hold. When the metadata check
-  ran (`metadata_divergence` given: a count), it is judged too: by the `metadata-divergence`
-  expectation when there is one, else by "== 0" (a divergence fails the run unless the plan
-  expects it); when it did not run (the simulator, a run stored before issue 13) a
-  `metadata-divergence` expectation cannot hold (a miss saying so) and nothing else changes.
+  holds; else "unexpected", with `misses` saying what did not hold. The run checks
+  (RUN_CHECKS: `metadata-divergence`, and `controller-commit-while-cut`, harness.quorum_check:
+  commits by a controller the run had cut from every other voter) are judged when they ran
+  (`run_checks` maps a check's name to its count, None or absent when it did not run): by that
+  check's expectation when there is one, else by "== 0" (a finding fails the run unless the
+  plan expects it); when it did not run, an expectation about it cannot hold (a miss saying
+  so) and nothing else changes.
 - `verdict` is results.json's `verdict`: the history's part alone (anomaly expectations), so
   HISTORY.md's rule holds — without expectations it is as-expected exactly when `valid` is.
 - `run_verdict(results)` is the run's verdict from a results.json: that history verdict plus the
-  metadata check stored beside it (`metadata-divergence`) against the recorded expectations;
+  run checks stored beside it (`run_check_counts`) against the recorded expectations;
   `highwater run`'s and `highwater check`'s exit codes and the scenario judge use it.
 """
 
@@ -38,8 +40,12 @@ from harness.checker.history import ANOMALIES
 
 AS_EXPECTED, UNEXPECTED = "as-expected", "unexpected"
 METADATA_DIVERGENCE = "metadata-divergence"
-# What an `expected` mapping may name: the history's anomalies and the metadata check.
-EXPECTABLE = (*ANOMALIES, METADATA_DIVERGENCE)
+CONTROLLER_COMMIT_WHILE_CUT = "controller-commit-while-cut"
+# Checks of a run beside its history, each under its own name in results.json (HISTORY.md,
+# "Extending the format"): docs/metadata-divergence.md, docs/controller-cut.md.
+RUN_CHECKS = (METADATA_DIVERGENCE, CONTROLLER_COMMIT_WHILE_CUT)
+# What an `expected` mapping may name: the history's anomalies and the run checks.
+EXPECTABLE = (*ANOMALIES, *RUN_CHECKS)
 
 # The comparison operators an expression may use.
 COMPARISONS: dict[str, Callable[[int, int], bool]] = {
@@ -76,7 +82,6 @@ class Expectation:
 
 
 # Without an expectation about it, the metadata check must find no differing node.
-NO_METADATA_DIVERGENCE = Expectation(METADATA_DIVERGENCE, "==", 0)
 
 
 def parse_expression(text: str) -> tuple[str, int] | None:
@@ -128,12 +133,12 @@ def judge(
     lost_expectations: Mapping[str, Expectation] | None = None,
     diverged: int | None = None,
     diverged_expectation: Expectation | None = None,
-    metadata_divergence: int | None = None,
+    run_checks: Mapping[str, int | None] | None = None,
 ) -> Judgement:
     """The verdict on one run; see the module docstring."""
     misses: list[str] = []
-    metadata = [e for e in expectations if e.anomaly == METADATA_DIVERGENCE]
-    expectations = [e for e in expectations if e.anomaly != METADATA_DIVERGENCE]
+    by_check = {name: [e for e in expectations if e.anomaly == name] for name in RUN_CHECKS}
+    expectations = [e for e in expectations if e.anomaly not in RUN_CHECKS]
     if expectations:
         anomalies_ok = all(e.holds(counts.get(e.anomaly, 0)) for e in expectations)
     else:
@@ -150,30 +155,33 @@ def judge(
         n = diverged or 0
         if not diverged_expectation.holds(n):
             misses.append(f"diverged offsets on disk {diverged_expectation} (got {n})")
-    if metadata_divergence is not None:
-        for e in metadata or [NO_METADATA_DIVERGENCE]:
-            if not e.holds(metadata_divergence):
-                misses.append(f"{METADATA_DIVERGENCE} {e.text} (got {metadata_divergence})")
-    else:
-        misses += [f"{METADATA_DIVERGENCE} {e.text} (not checked in this run)" for e in metadata]
+    for name, wanted in by_check.items():
+        got = (run_checks or {}).get(name)
+        if got is None:
+            misses += [f"{name} {e.text} (not checked in this run)" for e in wanted]
+            continue
+        for e in wanted or [Expectation(name, "==", 0)]:
+            if not e.holds(got):
+                misses.append(f"{name} {e.text} (got {got})")
     return Judgement(UNEXPECTED if misses else AS_EXPECTED, tuple(misses))
 
 
 def verdict(valid: bool, counts: Mapping[str, int], expectations: Sequence[Expectation]) -> str:
     """results.json's `verdict`: the history's anomalies against their expectations (HISTORY.md)."""
-    history = [e for e in expectations if e.anomaly != METADATA_DIVERGENCE]
+    history = [e for e in expectations if e.anomaly not in RUN_CHECKS]
     return judge(valid, counts, history).verdict
 
 
-def metadata_count(results: Mapping[str, Any]) -> int | None:
-    """results.json's metadata check count, None when the run made no such check."""
-    found = results.get(METADATA_DIVERGENCE)
-    return int(found["count"]) if isinstance(found, dict) and "count" in found else None
+def run_check_counts(results: Mapping[str, Any]) -> dict[str, int]:
+    """results.json's run-check counts, by name, for the checks the run made."""
+    found = {name: results.get(name) for name in RUN_CHECKS}
+    return {name: int(f["count"]) for name, f in found.items()
+            if isinstance(f, dict) and "count" in f}
 
 
 def run_verdict(results: Mapping[str, Any]) -> Judgement:
-    """The run's verdict from its results.json: the history and the metadata check."""
+    """The run's verdict from its results.json: the history and the run checks."""
     counts = {k: int(v["count"]) for k, v in results.get("anomalies", {}).items()}
     expected = parse_expected(results.get("expected") or {}, "results.json expected")
     return judge(bool(results.get("valid")), counts, expected,
-                 metadata_divergence=metadata_count(results))
+                 run_checks=run_check_counts(results))

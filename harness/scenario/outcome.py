@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.checker.expectations import AS_EXPECTED, metadata_count, parse_expected
+from harness.checker.expectations import AS_EXPECTED, parse_expected, run_check_counts
 from harness.checker.expectations import judge as judge_run
 from harness.plan.model import ModeSpec
 from harness.replica_logs import diverged_offsets, replica_logs
@@ -55,7 +55,7 @@ def judge(mode: ModeSpec, results: dict[str, Any] | None,
                   parse_expected(results.get("expected") or {}, "results.json expected"),
                   lost_by_acks=lost, lost_expectations=mode.lost_by_acks,
                   diverged=diverged, diverged_expectation=mode.diverged_offsets,
-                  metadata_divergence=metadata_count(results))
+                  run_checks=run_check_counts(results))
     why = "as expected" if not j.misses else "expected " + "; ".join(j.misses)
     return Outcome(j.verdict == AS_EXPECTED, True, counts, lost, why)
 

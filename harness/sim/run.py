@@ -26,10 +26,16 @@ from broker_app.controller.messages import NewTopic
 from broker_app.sim.cluster import SimCluster
 from broker_app.sim.quorum import CONTROLLER_ID_BASE
 from harness.bench.reference_checker import reference_check
-from harness.checker.expectations import AS_EXPECTED, UNEXPECTED, verdict
+from harness.checker.expectations import (
+    AS_EXPECTED,
+    CONTROLLER_COMMIT_WHILE_CUT,
+    UNEXPECTED,
+    verdict,
+)
 from harness.checker.history import INFORMATIONAL
 from harness.metadata_check import committed_log_divergence, committed_records
 from harness.plan.model import Plan, Step
+from harness.quorum_check import controller_cut_check
 from harness.sim.config import broker_configs, controller_config
 from harness.sim.nemesis import FiredStep, SimNemesis, cluster_state, controller_image
 from harness.sim.workload import ClientContext, Drainer, SimConsumer, SimProducer
@@ -175,6 +181,9 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     results = judge(plan, reference_check(path))
     if len(cluster.controllers) > 1:
         results["metadata-divergence"] = quorum_metadata_check(cluster)
+    cut = controller_cut_check(path, out_dir / QUORUM_FILE)
+    if cut is not None:
+        results[CONTROLLER_COMMIT_WHILE_CUT] = cut
     write_results(out_dir, results)
     return SimResult(seed, results, nemesis.fired, loop.now_ms, loop.events_run, path,
                      replica_divergence(cluster), dict(ctx.follower_reads))

@@ -44,3 +44,6 @@ def test_the_cut_off_controller_commits_nothing_and_broker_1_keeps_serving(
     for second in range(int(cut.at_s), int(cut.at_s + cut.step.duration)):
         assert any(second * 1e9 <= t < (second + 1) * 1e9 for t in acked), second
     assert r.results["metadata-divergence"]["count"] == 0
+    # The same judgement as the run check results.json carries (and the mode expects == 0).
+    cut_check = r.results["controller-commit-while-cut"]
+    assert cut_check["count"] == 0 and [w["controller"] for w in cut_check["windows"]] == [old]

@@ -79,7 +79,7 @@ def test_a_metadata_divergence_fails_the_run_unless_expected() -> None:
 
     # The metadata check ran and found 2 differing nodes: no expectation names it, so the
     # run fails even though the history is valid.
-    bad = judge(True, {}, [], metadata_divergence=2)
+    bad = judge(True, {}, [], run_checks={"metadata-divergence": 2})
     assert (bad.verdict, bad.misses) == (UNEXPECTED, ("metadata-divergence == 0 (got 2)",))
     # results.json's `verdict` is the history's alone (HISTORY.md: with no expectations it is
     # as-expected exactly when `valid` is), even when the plan names the metadata check.
@@ -87,15 +87,16 @@ def test_a_metadata_divergence_fails_the_run_unless_expected() -> None:
     assert verdict(True, {}, parse_expected({"metadata-divergence": "> 0"})) == AS_EXPECTED
     # A plan expecting it (a legacy Raft mode) passes; the anomaly part still follows `valid`.
     exps = parse_expected({"metadata-divergence": "> 0"})
-    assert judge(True, {}, exps, metadata_divergence=2).verdict == AS_EXPECTED
-    assert judge(False, {"lost-write": 1}, exps, metadata_divergence=2).misses == (
+    assert judge(True, {}, exps, run_checks={"metadata-divergence": 2}).verdict == AS_EXPECTED
+    assert judge(False, {"lost-write": 1}, exps, run_checks={"metadata-divergence": 2}).misses == (
         "a valid history (it is not)",)
-    assert judge(True, {}, exps, metadata_divergence=0).misses == (
+    assert judge(True, {}, exps, run_checks={"metadata-divergence": 0}).misses == (
         "metadata-divergence > 0 (got 0)",)
     # Beside an anomaly expectation, each is judged on its own count.
     both = parse_expected({"lost-write": "> 0", "metadata-divergence": "== 0"})
-    assert judge(False, {"lost-write": 1}, both, metadata_divergence=0).verdict == AS_EXPECTED
-    assert judge(False, {"lost-write": 1}, both, metadata_divergence=1).verdict == UNEXPECTED
+    for n, want in ((0, AS_EXPECTED), (1, UNEXPECTED)):
+        got = judge(False, {"lost-write": 1}, both, run_checks={"metadata-divergence": n})
+        assert got.verdict == want
 
 
 def test_metadata_check_absent_changes_nothing_but_cannot_meet_its_expectation() -> None:
@@ -106,3 +107,21 @@ def test_metadata_check_absent_changes_nothing_but_cannot_meet_its_expectation()
     exps = parse_expected({"metadata-divergence": "== 0"})
     assert judge(True, {}, exps).misses == (
         "metadata-divergence == 0 (not checked in this run)",)
+
+
+def test_a_controller_commit_while_cut_is_judged_like_the_metadata_check() -> None:
+    from harness.checker.expectations import judge, run_verdict
+
+    # Found and not expected: the run fails on it alone, whatever the history says.
+    bad = judge(True, {}, [], run_checks={"controller-commit-while-cut": 1,
+                                          "metadata-divergence": 0})
+    assert bad.misses == ("controller-commit-while-cut == 0 (got 1)",)
+    # Expected as found; absent from a run that cut no controller: its expectation misses.
+    exps = parse_expected({"controller-commit-while-cut": "== 0"})
+    assert judge(True, {}, exps, run_checks={"controller-commit-while-cut": 0}).misses == ()
+    assert judge(True, {}, exps).misses == (
+        "controller-commit-while-cut == 0 (not checked in this run)",)
+    # From a results.json: its own entry (count) is what run_verdict judges.
+    results = {"valid": True, "anomalies": {}, "expected": {},
+               "controller-commit-while-cut": {"count": 2, "by_partition": {}, "examples": []}}
+    assert run_verdict(results).misses == ("controller-commit-while-cut == 0 (got 2)",)
