@@ -14,6 +14,14 @@ fetch offset was below the controller's log start, the Fetch answer named a Snap
 broker fetched it with FetchSnapshot) and returns the delta from the old image, so replicas
 the snapshot no longer lists are deleted and changed ones re-led as after any fetch. A
 snapshot that ends at or below next_offset is ignored (an empty delta): it holds nothing new.
+
+Deviation: the loader never unwinds what it applied. Kafka's brokers are Raft observers that
+truncate their copy of the metadata log on a diverging epoch, but their listeners only ever see
+committed records, which a correct quorum never truncates; here brokers fetch committed records
+from the active controller, so the same holds. Only a legacy switch that breaks the quorum (L13's
+legacy mode, where a committed ISR shrink is truncated away) can take back what a broker applied;
+the broker then keeps the old image until a later record or snapshot overwrites it, which shows
+in that scenario as a settle timeout, not as a wrong verdict.
 """
 
 from __future__ import annotations
