@@ -60,6 +60,13 @@ from harness.store.results import write_results
 
 PLAN_FILE = "plan.yaml"
 _LOG4J = Path(__file__).with_name("log4j2.properties")
+# The driver JVM's JIT and collector for a check of small histories (in local[*] the driver runs
+# the executor too): a short batch job whose Spark plan is large, so C2's compilations and G1's
+# concurrent work cost more than they return. Measured cold on 2 cores (issue 16's note):
+# 10^5 ops 22.7 -> 14.4 s, 10^6 ops 34.3 -> 27.5 s; but 10^7 ops (2 GB) 96 -> 160 s, where the
+# hot loops need C2: above SMALL_INPUT_BYTES of history the JVM keeps its own defaults.
+SMALL_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+SMALL_INPUT_BYTES = 1 << 30
 
 
 @dataclass
@@ -104,8 +111,10 @@ def spark_session(
     master: str = "local[*]",
     driver_memory: str | None = None,
     extra_conf: Mapping[str, str] | None = None,
+    input_bytes: int | None = None,
 ):
-    """A quiet Spark session tuned for small machines; reuses an active session if there is one."""
+    """A quiet Spark session tuned for small machines; reuses an active session if there is one.
+    `input_bytes`, the size of the histories it is started for, picks the JIT (`java_options`)."""
     from pyspark.sql import SparkSession
 
     local = master.startswith("local")
@@ -126,7 +135,11 @@ def spark_session(
             "spark.driver.memory",
             driver_memory or os.environ.get("HIGHWATER_SPARK_DRIVER_MEMORY", "3g"),
         )
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_LOG4J}")
+        .config(
+            "spark.driver.extraJavaOptions",
+            f"-Dlog4j2.configurationFile=file:{_LOG4J} "
+            + java_options(input_bytes),
+        )
     )
     if local:
         builder = (
@@ -138,6 +151,15 @@ def spark_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def java_options(input_bytes: int | None) -> str:
+    """The driver JVM's options: $HIGHWATER_SPARK_JAVA_OPTIONS when set, else the small-job
+    options unless the histories to check are known to be large."""
+    if "HIGHWATER_SPARK_JAVA_OPTIONS" in os.environ:
+        return os.environ["HIGHWATER_SPARK_JAVA_OPTIONS"]
+    small = input_bytes is None or input_bytes < SMALL_INPUT_BYTES
+    return SMALL_JOB_JAVA_OPTIONS if small else ""
 
 
 def _run_key(file_uri: str) -> str:
@@ -199,7 +221,8 @@ def check_runs(
             # build runs in C++ threads that leave the GIL (and the cores) to the start-up.
             t0 = time.perf_counter()
             with ThreadPoolExecutor(1) as pool:
-                starting = pool.submit(process_session, spark_master)
+                size = sum(r.history.stat().st_size for r in runs)
+                starting = pool.submit(process_session, spark_master, size)
                 if sidecars:
                     _sidecars(runs, timings)
                 spark = starting.result()
@@ -223,13 +246,13 @@ def _sidecars(runs: list[_Run], timings: dict[str, float]) -> None:
     timings["sidecar"] = time.perf_counter() - t0
 
 
-def process_session(master: str = "local[*]"):
+def process_session(master: str = "local[*]", input_bytes: int | None = None):
     """A Spark session that stays up until the process exits (stopped then by atexit).
 
     Starting a session costs seconds (JVM, SparkContext); a process that checks several times
     (`scenario run --repeat`, the min-isr matrix: one Runner per run, each checking its run)
     pays it once, since `check_runs` takes the active session when there is one."""
-    spark = spark_session(master)
+    spark = spark_session(master, input_bytes=input_bytes)
     atexit.register(spark.stop)
     return spark
 

@@ -198,3 +198,16 @@ def test_same_run_given_twice_is_read_once(spark, copy_fixture) -> None:
     assert (
         first.results == second.results and first.results["anomalies"]["lost-write"]["count"] == 2
     )
+
+
+def test_java_options_small_and_large_inputs(monkeypatch) -> None:
+    """The small-job JIT for small or unknown inputs, the JVM's defaults for large ones, and the
+    environment variable over both."""
+    from harness.checker.check import SMALL_INPUT_BYTES, SMALL_JOB_JAVA_OPTIONS, java_options
+
+    monkeypatch.delenv("HIGHWATER_SPARK_JAVA_OPTIONS", raising=False)
+    assert java_options(None) == SMALL_JOB_JAVA_OPTIONS
+    assert java_options(SMALL_INPUT_BYTES - 1) == SMALL_JOB_JAVA_OPTIONS
+    assert java_options(SMALL_INPUT_BYTES) == ""
+    monkeypatch.setenv("HIGHWATER_SPARK_JAVA_OPTIONS", "-XX:+UseSerialGC")
+    assert java_options(10) == "-XX:+UseSerialGC"

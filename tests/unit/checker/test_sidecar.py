@@ -128,3 +128,29 @@ def test_malformed_history_gets_no_sidecar(spark, tmp_path: Path, copy_fixture) 
     (result,) = check_runs([run], spark=spark)
     assert result.results is None and "malformed history" in result.error
     assert not (run / SIDECAR_FILE).exists()
+
+
+def test_nemesis_lines_at_the_edges_of_a_block(tmp_path: Path) -> None:
+    """Nemesis lines are cut out of a block by position: first and last lines (the last without
+    its newline), two in a row, and a client line naming the nemesis all keep their rows."""
+    import pyarrow.parquet as pq
+
+    ops = [
+        {"process": "nemesis", "type": "info", "f": "kill", "value": {"node": 1},
+         "phase": "start"},
+        {"process": "nemesis", "type": "info", "f": "kill", "value": [1, 2], "phase": "stop"},
+        {"process": 0, "type": "invoke", "f": "send", "topic": "nemesis", "partition": 0,
+         "value": 7, "acks": "1"},
+        {"process": "nemesis", "type": "info", "f": "heal", "value": "nemesis", "phase": "start"},
+    ]
+    history = tmp_path / "history.jsonl"
+    history.write_text("\n".join(json.dumps({"index": i, "time": i, **op})
+                                 for i, op in enumerate(ops)))  # fmt: skip
+    build(history, tmp_path / SIDECAR_FILE)
+    rows = pq.read_table(tmp_path / SIDECAR_FILE).to_pylist()
+    assert sorted((r["index"], r["process"], r["value"]) for r in rows) == [
+        (0, "nemesis", '{"node":1}'),
+        (1, "nemesis", "[1,2]"),
+        (2, "0", "7"),
+        (3, "nemesis", "nemesis"),
+    ]
