@@ -20,8 +20,8 @@ truncate their copy of the metadata log on a diverging epoch, but their listener
 committed records, which a correct quorum never truncates; here brokers fetch committed records
 from the active controller, so the same holds. Only a legacy switch that breaks the quorum (L13's
 legacy mode, where a committed ISR shrink is truncated away) can take back what a broker applied;
-the broker then keeps the old image until a later record or snapshot overwrites it, which shows
-in that scenario as a settle timeout, not as a wrong verdict.
+the broker then keeps the image it had, records that are no longer in the log included, which
+shows in that scenario as a settle timeout, not as a wrong verdict.
 """
 
 from __future__ import annotations
