@@ -132,9 +132,11 @@ class ReplicaFetcherState:
         return min(own_end, leader.end_offset, leo), True
 
     def _truncate(self, offset: int) -> int | None:
-        if offset < 0 or offset >= self.log.log_end_offset:
+        # Even at or past the log end the log is asked (ReplicaFetcher -> Partition.truncateTo
+        # in Kafka): it drops an epoch-cache entry at its end that the leader lacks
+        # (KAFKA-10706), or the next fetch carries that epoch again and never makes progress.
+        if offset < 0 or not self.log.truncate_to(offset):
             return None
-        self.log.truncate_to(offset)
         self.truncations.append(offset)
         return offset
 

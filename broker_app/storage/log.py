@@ -429,12 +429,15 @@ class Log(EpochsAndHighWatermark):
         """Drop every offset >= `offset`. Returns False if there was nothing to drop.
 
         As in Kafka, the whole batch containing `offset` goes, so the LEO may end up below
-        `offset` if it falls inside a batch.
+        `offset` if it falls inside a batch. With nothing to drop, epoch-cache entries that
+        start at the log end still go (Kafka's UnifiedLog.truncateTo since KAFKA-10706): a
+        broker that was leader briefly stamped its epoch there and wrote nothing in it.
         """
         self._check_open()
         if offset < 0:
             raise ValueError(f"cannot truncate {self.dir.name} to negative offset {offset}")
         if offset >= self.log_end_offset:
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             return False
         if offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)

@@ -226,6 +226,7 @@ class MemoryLog(EpochsAndHighWatermark):
         if offset < 0:
             raise ValueError(f"cannot truncate {self.name} to negative offset {offset}")
         if offset >= self.log_end_offset:
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)  # as Log's
             return False
         if offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)

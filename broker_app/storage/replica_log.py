@@ -186,7 +186,8 @@ class ReplicaLog(Protocol):
     # --- truncation and durability --------------------------------------------------------
 
     def truncate_to(self, offset: int) -> bool:
-        """Drop every offset >= `offset` (the whole batch holding it); False if nothing went."""
+        """Drop every offset >= `offset` (the whole batch holding it); False if nothing went.
+        Either way epoch-cache entries starting at or past the new log end go (KAFKA-10706)."""
         ...
 
     def truncate_fully_and_start_at(self, offset: int) -> None: ...

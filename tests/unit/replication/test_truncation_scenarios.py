@@ -190,3 +190,30 @@ def test_kip279_iterates_when_follower_lacks_leaders_epoch(make_cluster) -> None
     cluster.replicate(B, rounds=2)
     assert values(cluster.brokers[B].log) == values(cluster.brokers[C].log)
     assert values(cluster.brokers[C].log) == ["m0", "c1", "c2", "c3"]
+
+
+def test_stale_epoch_at_the_log_end_is_dropped_and_the_next_fetch_progresses(
+        make_cluster) -> None:  # fmt: skip
+    """KAFKA-10706, as found by `highwater sim` seed 301840 (issue 24): B leads epoch 1 and
+    writes nothing in it, so its epoch cache ends with (1, LEO) that the next leader A lacks.
+    As A's follower B fetches with LastFetchedEpoch 1; A answers DivergingEpoch (0, end 1),
+    B's log end. Nothing is cut, but the (1, 1) entry must go: the next fetch then carries
+    epoch 0 and replicates, instead of the same DivergingEpoch answer forever."""
+    cluster = make_cluster([A, B], truncation="diverging-epoch")
+    cluster.elect(A, isr=[A, B])  # epoch 0
+    cluster.produce(["m0"])
+    cluster.replicate(B, rounds=3)
+    cluster.elect(B, isr=[A, B])  # epoch 1: B stamps (1, 1) and writes nothing
+    assert cluster.brokers[B].log.epoch_entries == [(0, 0), (1, 1)]
+    cluster.elect(A, isr=[A, B])  # epoch 2: A's cache is (0, 0), (2, 1)
+    cluster.produce(["m1"])
+    b = cluster.brokers[B]
+    assert b.fetcher.build_fetch().last_fetched_epoch == 1
+    first = cluster.fetch_round(B)  # DivergingEpoch (0, 1): at B's log end
+    assert first.truncated_to is None  # no offset cut...
+    assert b.log.epoch_entries == [(0, 0)]  # ...but the stale entry went
+    assert b.fetcher.build_fetch().last_fetched_epoch == 0
+    cluster.fetch_round(B)
+    assert values(b.log) == ["m0", "m1"]
+    cluster.fetch_round(B)
+    assert cluster.leader.high_watermark == 2  # B's fetch at 2 lets A commit m1

@@ -183,6 +183,19 @@ def test_truncate_to_drops_the_whole_batch_and_later_epochs(store, mkbatch) -> N
     assert read_all(log) == [(0, 1), (2, 3), (4, 4)]
 
 
+def test_truncate_at_the_log_end_drops_epoch_entries_starting_there(store, mkbatch) -> None:
+    """KAFKA-10706: a leader stamps its epoch at the log end and may write nothing in it;
+    a truncation to (or past) the log end cuts no record but drops that entry."""
+    log = store.log
+    log.append_as_leader(mkbatch(2), 1)
+    log.leader_epoch_cache.assign(3, log.log_end_offset)
+    assert log.epoch_entries == [(1, 0), (3, 2)]
+    assert log.truncate_to(5) is False
+    assert log.epoch_entries == [(1, 0)]
+    assert log.log_end_offset == 2
+    assert read_all(log) == [(0, 1)]
+
+
 def test_truncate_fully_and_start_at(store, mkbatch) -> None:
     log = store.log
     log.append_as_leader(mkbatch(3), 1)
