@@ -4,13 +4,16 @@
 (valid batches only: a torn tail is skipped, as recovery would). `diverged_offsets(logs)` ->
 offset -> {node: value} where two replicas hold different values: replica divergence (L2)
 that no client needs to have read. `partitions(run_dir)` names the partitions collected.
-Pure file reading; used by the scenario verdict and the report.
+`run_divergence(run_dir)` is the run check `diverged-offsets` over every workload partition
+(`divergence_check` gives the simulator's the same shape). Pure file reading; used by the
+checker (results.json), the scenario story and the report.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 _PARTITION_DIR = re.compile(r"^(?!__)[A-Za-z0-9._-]+-\d+$")  # internal topics (__...) left out
 
@@ -58,3 +61,22 @@ def diverged_offsets(logs: dict[str, dict[int, str]]) -> dict[int, dict[str, str
         if len(set(held.values())) > 1:
             out[o] = held
     return out
+
+
+def divergence_check(diverged: dict[str, dict[int, dict[str, str]]]) -> dict[str, Any]:
+    """The run check `diverged-offsets` (results.json, in the anomalies' shape) from
+    partition -> diverged_offsets(...): offsets two replicas hold with different values."""
+    by_partition = {p: len(offs) for p, offs in sorted(diverged.items()) if offs}
+    examples = [f"{p}@{o}: " + ", ".join(f"{n}={v}" for n, v in sorted(held.items()))
+                for p, offs in sorted(diverged.items()) for o, held in list(offs.items())[:3]]
+    return {"count": sum(by_partition.values()), "by_partition": by_partition,
+            "examples": examples[:10]}  # fmt: skip
+
+
+def run_divergence(run_dir: Path) -> dict[str, Any] | None:
+    """`diverged-offsets` of a container run from its collected data dirs, every workload
+    partition; None when the run collected no data (nothing could be compared)."""
+    names = partitions(run_dir)
+    if not names:
+        return None
+    return divergence_check({p: diverged_offsets(replica_logs(run_dir, p)) for p in names})

@@ -12,7 +12,10 @@ harness.metadata_check), is carried into results.json as `metadata-divergence` (
 HISTORY.md) and judged in the run's verdict (`RunResult.verdict`, expectations.run_verdict), not
 in results.json's `verdict`, which stays the history's; re-checking a stored run keeps it.
 Likewise `controller-commit-while-cut` (harness.quorum_check.controller_cut_check, computed here
-from the run's quorum.jsonl and its history's nemesis ops, when it has both).
+from the run's quorum.jsonl and its history's nemesis ops, when it has both), the liveness check
+`unconverged-replicas` (run.json `unconverged_replicas`, harness.checker.convergence) and
+`diverged-offsets` (harness.replica_logs.run_divergence, computed here from the run's
+collected data dirs, when it has them).
 A history is read from its Parquet sidecar (harness.checker.sidecar: built beside it on the
 first check, while the Spark session starts, and used only while it matches the jsonl's size
 and SHA-256) or, when it has none (a line pyarrow cannot read with the schema), as JSON; both
@@ -37,7 +40,9 @@ from urllib.parse import unquote, urlparse
 
 from harness.checker.expectations import (
     CONTROLLER_COMMIT_WHILE_CUT,
+    DIVERGED_OFFSETS,
     METADATA_DIVERGENCE,
+    UNCONVERGED_REPLICAS,
     Expectation,
     ExpectationError,
     parse_expected,
@@ -52,6 +57,7 @@ from harness.checker.history import (
     validate_history,
 )
 from harness.quorum_check import controller_cut_check
+from harness.replica_logs import run_divergence
 from harness.store.files import StoreError
 from harness.store.history import HISTORY_FILE
 from harness.store.meta import read_meta
@@ -341,6 +347,8 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
                     metadata=stored_metadata_divergence(run.run_dir),
                     controller_cut=controller_cut_check(run.history,
                                                         run.run_dir / QUORUM_FILE),
+                    convergence=stored_run_check(run.run_dir, "unconverged_replicas"),
+                    divergence=run_divergence(run.run_dir),
                 )
                 write_results(run.run_dir, res)
                 results[key] = RunResult(run.run_dir, results=res)
@@ -383,9 +391,15 @@ def _tune(spark, paths: list[str]) -> None:
 def stored_metadata_divergence(run_dir: Path) -> dict[str, Any] | None:
     """The metadata check `highwater run` stored in run.json, or None (not run, or unreadable:
     the history is still checked, and a `metadata-divergence` expectation then misses)."""
+    return stored_run_check(run_dir, "metadata_divergence")
+
+
+def stored_run_check(run_dir: Path, key: str) -> dict[str, Any] | None:
+    """A run check `highwater run` stored in run.json under `key`, or None (not run, or
+    unreadable: an expectation about it then misses)."""
     try:
-        found = read_meta(run_dir).get("metadata_divergence")
-    except StoreError:  # a run.json that does not parse: no metadata result, said by the miss
+        found = read_meta(run_dir).get(key)
+    except StoreError:  # a run.json that does not parse: no result, said by the miss
         return None
     return found if isinstance(found, dict) and isinstance(found.get("count"), int) else None
 
@@ -394,6 +408,8 @@ def build_results(
     stats_row: Mapping[str, Any] | None, rows: list, expectations: Sequence[Expectation],
     metadata: Mapping[str, Any] | None = None,
     controller_cut: Mapping[str, Any] | None = None,
+    convergence: Mapping[str, Any] | None = None,
+    divergence: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """results.json of HISTORY.md from one run's stats row and top-10 anomaly rows, plus the
     metadata check's result when the run made one (HISTORY.md: under its own name)."""
@@ -430,6 +446,10 @@ def build_results(
         results[METADATA_DIVERGENCE] = dict(metadata)
     if controller_cut is not None:
         results[CONTROLLER_COMMIT_WHILE_CUT] = dict(controller_cut)
+    if convergence is not None:
+        results[UNCONVERGED_REPLICAS] = dict(convergence)
+    if divergence is not None:
+        results[DIVERGED_OFFSETS] = dict(divergence)
     return results
 
 

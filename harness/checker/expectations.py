@@ -2,25 +2,27 @@
 
 Contract:
 - An expectation is "<op> <n>" with op one of == != >= <= > < and n a non-negative integer,
-  about an anomaly count (`expected` in HISTORY.md, e.g. {"lost-write": "> 0"}), a scenario
-  mode's lost-by-acks count (`lost:<acks>`), its on-disk divergence (`diverged-offsets`), or
-  the end-of-run metadata check (`metadata-divergence`, harness.metadata_check: nodes whose
-  metadata image differs from the active controller's).
+  about an anomaly count (`expected` in HISTORY.md, e.g. {"lost-write": "> 0"}), a run check's
+  count (RUN_CHECKS, below), or a scenario mode's lost-by-acks count (`lost:<acks>`).
   The plan loader builds them (harness/plan/loader.py, with file:line errors) and the run hands
   them to the checker as they are; `parse_expected` parses a bare mapping (`highwater check
   --expected`, or the `expected` key of a stored plan.yaml) and raises ExpectationError naming
   the bad key or expression. `parse_expression` is the grammar both use.
-- `judge(valid, counts, expectations, ...)` is the verdict, used by the checker (results.json),
-  the scenario runner (with its mode's lost_by_acks and diverged_offsets) and, through those,
-  the nightly: "as-expected" when every anomaly expectation holds on the counts (with none,
-  exactly when the history is valid) and every lost-by-acks and divergence expectation given
-  holds; else "unexpected", with `misses` saying what did not hold. The run checks
-  (RUN_CHECKS: `metadata-divergence`, and `controller-commit-while-cut`, harness.quorum_check:
-  commits by a controller the run had cut from every other voter) are judged when they ran
-  (`run_checks` maps a check's name to its count, None or absent when it did not run): by that
-  check's expectation when there is one, else by "== 0" (a finding fails the run unless the
-  plan expects it); when it did not run, an expectation about it cannot hold (a miss saying
-  so) and nothing else changes.
+- `judge(valid, counts, expectations, ...)` is the one verdict function: every entry point
+  (`highwater run`, `check`, `sim`, `sim explore`, `scenario`, and through those `nightly`)
+  reaches it through `run_verdict` or, for a scenario's lost-by-acks, directly.
+  "as-expected" when every anomaly expectation holds on the counts (with none, exactly when
+  the history is valid), every lost-by-acks expectation given holds, and every run check holds;
+  else "unexpected", with `misses` saying what did not hold. The run checks (RUN_CHECKS):
+  `metadata-divergence` (harness.metadata_check), `controller-commit-while-cut`
+  (harness.quorum_check: commits by a controller cut from every other voter), the liveness
+  check `unconverged-replicas` (harness.checker.convergence), `diverged-offsets` (offsets two
+  replicas hold with different values on disk, harness.replica_logs) and, on the simulator
+  only, `invariant-violations` (broker_app.sim.invariants: checked after every event). Each is
+  judged when it ran (`run_checks` maps a check's name to its count, None or absent when it
+  did not run): by that check's expectation when there is one, else by "== 0" (a finding
+  fails the run unless the plan expects it); when it did not run, an expectation about it
+  cannot hold (a miss saying so) and nothing else changes.
 - `verdict` is results.json's `verdict`: the history's part alone (anomaly expectations), so
   HISTORY.md's rule holds — without expectations it is as-expected exactly when `valid` is.
 - `run_verdict(results)` is the run's verdict from a results.json: that history verdict plus the
@@ -41,9 +43,15 @@ from harness.checker.history import ANOMALIES
 AS_EXPECTED, UNEXPECTED = "as-expected", "unexpected"
 METADATA_DIVERGENCE = "metadata-divergence"
 CONTROLLER_COMMIT_WHILE_CUT = "controller-commit-while-cut"
+UNCONVERGED_REPLICAS = "unconverged-replicas"
+DIVERGED_OFFSETS = "diverged-offsets"
+INVARIANT_VIOLATIONS = "invariant-violations"
 # Checks of a run beside its history, each under its own name in results.json (HISTORY.md,
-# "Extending the format"): docs/metadata-divergence.md, docs/controller-cut.md.
-RUN_CHECKS = (METADATA_DIVERGENCE, CONTROLLER_COMMIT_WHILE_CUT)
+# "Extending the format"): docs/metadata-divergence.md, docs/controller-cut.md,
+# docs/liveness.md (unconverged-replicas: harness.checker.convergence; invariant-violations:
+# the simulator's, broker_app.sim.invariants), diverged-offsets (harness.replica_logs).
+RUN_CHECKS = (METADATA_DIVERGENCE, CONTROLLER_COMMIT_WHILE_CUT, UNCONVERGED_REPLICAS,
+              DIVERGED_OFFSETS, INVARIANT_VIOLATIONS)
 # What an `expected` mapping may name: the history's anomalies and the run checks.
 EXPECTABLE = (*ANOMALIES, *RUN_CHECKS)
 
@@ -131,8 +139,6 @@ def judge(
     *,
     lost_by_acks: Mapping[str, int] | None = None,
     lost_expectations: Mapping[str, Expectation] | None = None,
-    diverged: int | None = None,
-    diverged_expectation: Expectation | None = None,
     run_checks: Mapping[str, int | None] | None = None,
 ) -> Judgement:
     """The verdict on one run; see the module docstring."""
@@ -151,10 +157,6 @@ def judge(
     for acks, e in (lost_expectations or {}).items():
         if not e.holds(lost.get(acks, 0)):
             misses.append(f"lost acks={acks} {e} (got {lost.get(acks, 0)})")
-    if diverged_expectation is not None:
-        n = diverged or 0
-        if not diverged_expectation.holds(n):
-            misses.append(f"diverged offsets on disk {diverged_expectation} (got {n})")
     for name, wanted in by_check.items():
         got = (run_checks or {}).get(name)
         if got is None:

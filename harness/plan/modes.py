@@ -2,7 +2,9 @@
 diverged_offsets) turned into `--set`-style overrides, and `mode_overrides` to select one.
 
 A mode's `expected` replaces the whole `expected` section (a mode says everything it expects);
-lost_by_acks and diverged_offsets are the scenario runner's (harness.scenario.outcome).
+lost_by_acks is the scenario runner's (harness.scenario.outcome); diverged_offsets is the
+run check `diverged-offsets` (kept as a key of its own for the scenario's summary) and joins
+the mode's `expected`, judged like every run check.
 Every mode is validated by loading the plan with its overrides (harness.plan.loader.parse_plan).
 """
 
@@ -65,10 +67,9 @@ class ModesMixin:
                     key = str(self.scalar(k, f"{mpath}.set", "a dotted path"))
                     ov[key] = yaml_text(self.ctor.construct_object(v, deep=True))
             lost: dict[str, Expectation] = {}
+            exp: dict[str, Expectation] = {}
             if "expected" in m:
-                enode = m["expected"][1]
-                exp = self.expected(enode, f"{mpath}.expected")
-                ov["expected"] = yaml_text({k: str(e) for k, e in exp.items()})
+                exp = self.expected(m["expected"][1], f"{mpath}.expected")
             if "lost_by_acks" in m:
                 lnode = m["lost_by_acks"][1]
                 lpath = f"{mpath}.lost_by_acks"
@@ -92,6 +93,13 @@ class ModesMixin:
                     raise self.error(dnode, f"{mpath}.diverged_offsets",
                                      f'expected an expression like "> 0", got {describe(dnode)}')
                 diverged = Expectation("diverged-offsets", *e)
+                if "expected" not in m:
+                    raise self.error(dnode, f"{mpath}.diverged_offsets",
+                                     "needs the mode's `expected` (it becomes its "
+                                     "diverged-offsets entry)")
+                exp = {**exp, "diverged-offsets": diverged}
+            if "expected" in m:
+                ov["expected"] = yaml_text({k: str(e) for k, e in exp.items()})
             desc = self.str_(m["description"][1], f"{mpath}.description") \
                 if "description" in m else ""
             out[name] = ModeSpec(name, desc.strip(), ov, lost, diverged,

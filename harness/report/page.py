@@ -17,7 +17,14 @@ import statistics
 from html import escape
 from typing import Any
 
-from harness.checker.expectations import ExpectationError, run_verdict
+from harness.checker.expectations import (
+    CONTROLLER_COMMIT_WHILE_CUT,
+    DIVERGED_OFFSETS,
+    INVARIANT_VIOLATIONS,
+    UNCONVERGED_REPLICAS,
+    ExpectationError,
+    run_verdict,
+)
 from harness.checker.history import ANOMALIES, INFORMATIONAL
 from harness.replica_logs import diverged_offsets, partitions, replica_logs
 from harness.report.data import (
@@ -171,6 +178,19 @@ def _anomalies(data: RunData) -> str:
             f'<td>metadata-divergence</td><td class="num">{_e(count)}</td><td></td>'
             f"<td>{by_p}</td><td>{nodes}{note}</td></tr>"
         )
+    for name in (CONTROLLER_COMMIT_WHILE_CUT, UNCONVERGED_REPLICAS, DIVERGED_OFFSETS,
+                 INVARIANT_VIOLATIONS):
+        c = r.get(name)
+        if not isinstance(c, dict) or not isinstance(c.get("count"), int):
+            continue
+        count = c["count"]
+        by_p = ", ".join(f"{_e(p)}: {_e(n)}" for p, n in (c.get("by_partition") or {}).items())
+        shown = "; ".join(_e(ex) for ex in (c.get("examples") or []) if isinstance(ex, str))
+        rows.append(
+            f'<tr class="{"found" if count else ""}" id="anomaly-{_e(name)}">'
+            f'<td>{_e(name)}</td><td class="num">{_e(count)}</td>'
+            f"<td>{_e(expected.get(name, ''))}</td><td>{by_p}</td><td>{shown}</td></tr>"
+        )
     stats = r.get("stats") or {}
     stat_cells = "".join(
         f"<tr><th>{_e(k)}</th><td class=\"num\">"
@@ -179,8 +199,27 @@ def _anomalies(data: RunData) -> str:
     )
     return (
         '<h2 id="anomalies">Anomalies</h2><table class="anomalies">' + "".join(rows)
-        + '</table><h3>Stats</h3><table class="stats">' + stat_cells + "</table>"
+        + "</table>" + _convergence(r.get(UNCONVERGED_REPLICAS))
+        + '<h3>Stats</h3><table class="stats">' + stat_cells + "</table>"
     )
+
+
+def _convergence(check: Any) -> str:
+    """Per partition: how long after the final heal it converged (leader, full ISR, caught
+    up) for good, or that it had not when the settle window ended (harness.checker.
+    convergence)."""
+    if not isinstance(check, dict) or not isinstance(check.get("recovery_s"), dict):
+        return ""
+    window = check.get("window_s")
+    rows = ["<tr><th>partition</th><th>converged after the heal</th></tr>"]
+    for p, t in check["recovery_s"].items():
+        cell = f"{t:.1f} s" if isinstance(t, int | float) else (
+            f"not within the {window:g} s window" if isinstance(window, int | float)
+            else "not converged")
+        rows.append(f'<tr class="{"" if t is not None else "found"}"><td>{_e(p)}</td>'
+                    f"<td>{_e(cell)}</td></tr>")
+    return ('<h3 id="convergence">Convergence after the heal</h3><table class="convergence">'
+            + "".join(rows) + "</table>")
 
 
 def _shade(chart: Chart, faults: list[FaultWindow]) -> None:

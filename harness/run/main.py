@@ -12,12 +12,14 @@ Contract:
   created with RF, min.insync.replicas and configs; a StatePoller writing states.jsonl; the
   plan's workload (real confluent-kafka clients through the proxies) and the Nemesis from
   workload start; when both are done: heal everything, wait (settle.timeout_s at most) for every
-  partition to have a leader and a full ISR, drain (final reads), compare every node's metadata
+  partition to converge (a live leader, a full ISR, every replica caught up:
+  harness.checker.convergence; run.json `unconverged_replicas`, results.json's run check
+  `unconverged-replicas`), drain (final reads), compare every node's metadata
   image (harness.metadata_check, bounded wait for agreement; run.json `metadata_divergence`),
   Cluster down (which collects logs/ and data/), then check_runs (PySpark) -> results.json
-  (plus the `metadata-divergence` entry from run.json, part of the verdict: a differing node
-  fails the run unless the plan's `expected` names `metadata-divergence`) and write_report ->
-  report.html.
+  (plus the run checks: `metadata-divergence` and `unconverged-replicas` from run.json,
+  `diverged-offsets` from the collected data dirs; each fails the run unless the plan's
+  `expected` names it) and write_report -> report.html.
 - Exit 0: verdict as-expected; 1: unexpected; 2: the run could not be carried out (plan error,
   docker/cluster error, a `when` step with on_timeout fail timed out, the checker failed); the
   reason is printed and stored in run.json `reason`. Ctrl-C: threads stop, the cluster is removed.
@@ -183,6 +185,7 @@ class Runner:
                    or s.params.get("lose_unsynced") for s in self.steps)
 
     def _carry_out(self) -> None:
+        from harness.checker.convergence import ConvergenceWatch
         from harness.client import ProcessIds, drain
         from harness.metadata_check import wait_for_agreement, with_log_check
         from harness.metadata_log_check import check_collected, wait_for_caught_up
@@ -247,10 +250,22 @@ class Runner:
                 nemesis.stop(timeout_s=120)
                 nemesis.heal_all()
                 progress.phase = "settling"
-                settle_state = poller.wait_for(settled, plan.settle.timeout_s)
+                # Liveness (issue 24): every partition led, every replica in the ISR and
+                # caught up, within the window; what is not is the run check
+                # `unconverged-replicas`, part of the verdict.
+                watch = ConvergenceWatch((n, t.replication_factor) for t in plan.cluster.topics
+                                         for n in t.partition_names())  # fmt: skip
+                t_heal = time.monotonic()
+                settle_state = poller.wait_for(
+                    lambda st: watch.observe(st, time.monotonic() - t_heal),
+                    plan.settle.timeout_s)
                 if settle_state is None:
-                    progress.print(f"not settled within {plan.settle.timeout_s:g}s: "
-                                   f"{_describe(poller.latest())}; draining anyway")
+                    latest = poller.latest()
+                    if latest is not None:
+                        watch.observe(latest, time.monotonic() - t_heal)
+                    progress.print(f"not converged within {plan.settle.timeout_s:g}s: "
+                                   f"{_describe(latest)}; draining anyway")
+                convergence = watch.result(plan.settle.timeout_s)
                 progress.phase = "draining"
                 result = drain(cluster.bootstrap, history, all_partitions(plan.cluster), ids,
                                timeout_s=plan.drain.timeout_s, idle_s=plan.drain.idle_s)
@@ -265,7 +280,7 @@ class Runner:
                     {n: a for n, a in cluster.admin_endpoints(refresh=True).items()
                      if n in controllers}, METADATA_AGREEMENT_TIMEOUT_S)
                 self.run_dir.write_meta(
-                    metadata_divergence=metadata,
+                    metadata_divergence=metadata, unconverged_replicas=convergence,
                     settled=settle_state is not None, drained=result.drained,
                     drain_failed=result.failed, workload_errors=wl.errors,
                     workload_stats=dict(wl.stats), faults_started=nemesis.faults_started,

@@ -3,12 +3,13 @@
 Contract (pure, no docker): `judge(mode, results)` -> Outcome. A run *reproduced* its mode when
 harness.checker.expectations.judge (the one verdict function) says as-expected on results.json's
 anomaly counts and `expected` (the mode's `expected` became the plan's) together with the mode's
-`lost_by_acks` on results.json stats and its `metadata-divergence` count when the run made that
-check. A run that could not be carried out
+`lost_by_acks` on results.json stats and the run checks it carries (`metadata-divergence`,
+`unconverged-replicas`, `diverged-offsets`, ...). A run that could not be carried out
 (no results) never counts as reproduced. `story(run_dir)` renders the fault timeline and the
 lost / divergent messages with their offsets from history.jsonl, results.json and run.json.
-Modes with `diverged_offsets` are judged on the replicas' own logs (harness.replica_logs): the
-divergence of L2, visible on disk even when no client reads both replicas.
+A mode's `diverged_offsets` is its `diverged-offsets` expectation, judged on the replicas' own
+logs (harness.replica_logs, results.json's run check; computed here for a run stored before
+results.json carried it): the divergence of L2, visible on disk when no client reads both.
 """
 
 from __future__ import annotations
@@ -17,10 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.checker.expectations import AS_EXPECTED, parse_expected, run_check_counts
+from harness.checker.expectations import (
+    AS_EXPECTED,
+    DIVERGED_OFFSETS,
+    parse_expected,
+    run_check_counts,
+)
 from harness.checker.expectations import judge as judge_run
 from harness.plan.model import ModeSpec
-from harness.replica_logs import diverged_offsets, replica_logs
+from harness.replica_logs import diverged_offsets, replica_logs, run_divergence
 from harness.store.history import HISTORY_FILE, read_history
 from harness.store.meta import read_meta
 from harness.store.results import read_results
@@ -45,17 +51,23 @@ def judge(mode: ModeSpec, results: dict[str, Any] | None,
         return Outcome(False, False, why="the run could not be carried out (no results.json)")
     counts = {k: int(v["count"]) for k, v in results.get("anomalies", {}).items() if v["count"]}
     lost = {str(k): int(v) for k, v in results.get("stats", {}).get("lost_by_acks", {}).items()}
-    diverged = None
-    if mode.diverged_offsets is not None:
-        diverged = len(diverged_offsets(replica_logs(run_dir))) if run_dir is not None else 0
-        counts["diverged-offsets"] = diverged
+    checks = run_check_counts(results)
+    if DIVERGED_OFFSETS not in checks and mode.diverged_offsets is not None \
+            and run_dir is not None:  # a run stored before results.json carried the check
+        found = run_divergence(run_dir)
+        if found is not None:
+            checks[DIVERGED_OFFSETS] = found["count"]
+    if DIVERGED_OFFSETS in checks:
+        counts[DIVERGED_OFFSETS] = checks[DIVERGED_OFFSETS]
     # The one verdict function, on the expectations results.json recorded (the mode's, since
-    # the mode's `expected` became the plan's) plus the mode's own lost_by_acks and divergence.
-    j = judge_run(bool(results.get("valid")), counts,
-                  parse_expected(results.get("expected") or {}, "results.json expected"),
-                  lost_by_acks=lost, lost_expectations=mode.lost_by_acks,
-                  diverged=diverged, diverged_expectation=mode.diverged_offsets,
-                  run_checks=run_check_counts(results))
+    # the mode's `expected` became the plan's, its diverged_offsets among them) plus the
+    # mode's own lost_by_acks.
+    expected = parse_expected(results.get("expected") or {}, "results.json expected")
+    if mode.diverged_offsets is not None and all(e.anomaly != DIVERGED_OFFSETS
+                                                 for e in expected):  # fmt: skip
+        expected.append(mode.diverged_offsets)
+    j = judge_run(bool(results.get("valid")), counts, expected,
+                  lost_by_acks=lost, lost_expectations=mode.lost_by_acks, run_checks=checks)
     why = "as expected" if not j.misses else "expected " + "; ".join(j.misses)
     return Outcome(j.verdict == AS_EXPECTED, True, counts, lost, why)
 

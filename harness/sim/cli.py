@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_one(args: argparse.Namespace, plan) -> int:
+    from harness.checker.expectations import UNCONVERGED_REPLICAS, run_check_counts
     from harness.plan.timing import steps_for
     from harness.sim.explore import timeline
     from harness.sim.run import AS_EXPECTED, SimAborted, simulate
@@ -110,13 +111,19 @@ def _run_one(args: argparse.Namespace, plan) -> int:
     print("faults:")
     for line in timeline([f.step for f in r.fired if not f.skipped]):
         print("  " + line)
-    print(f"{res['verdict']}: valid={res['valid']} anomalies={found or 'none'} "
+    judged = r.judgement
+    print(f"{judged.verdict}: valid={res['valid']} anomalies={found or 'none'} "
           f"stats={res['stats']} expected={res['expected']}")  # fmt: skip
+    print("run checks: " + ", ".join(f"{k} {v}" for k, v in run_check_counts(res).items()))
     if r.diverged:
         print("replicas diverged: " + ", ".join(
             f"{p}: {len(offs)} offset(s) from {min(offs)}" for p, offs in r.diverged.items()))
+    for line in res.get(UNCONVERGED_REPLICAS, {}).get("examples", []):
+        print(f"unconverged: {line}")
+    for miss in judged.misses:
+        print(f"not as expected: {miss}")
     print(f"seed {seed}: {r.virtual_ms / 1000:.1f} simulated s in {wall:.2f} s; {run_dir.path}")
-    return 0 if res["verdict"] == AS_EXPECTED and not r.diverged else 1
+    return 0 if judged.verdict == AS_EXPECTED else 1
 
 
 def _explore(args: argparse.Namespace, plan, source: Path) -> int:
@@ -148,12 +155,13 @@ def _explore(args: argparse.Namespace, plan, source: Path) -> int:
               f"schedules (seeds {start}..{start + args.schedules - 1}), "
               f"{time.monotonic() - t0:.1f} s")  # fmt: skip
         return 0
+    from harness.checker.expectations import run_check_counts
+
     res = found.result.results
     counts = {k: v["count"] for k, v in res["anomalies"].items() if v["count"]}
-    if found.result.diverged:
-        counts["diverged-offsets"] = sum(len(o) for o in found.result.diverged.values())
+    counts.update({k: n for k, n in run_check_counts(res).items() if n})
     print(f"seed {found.seed} violates expected {res['expected']} after {found.schedules} "
-          f"schedule(s): {counts}")  # fmt: skip
+          f"schedule(s): {counts}; " + "; ".join(found.result.judgement.misses))  # fmt: skip
     print("schedule:")
     for line in timeline(found.steps):
         print("  " + line)

@@ -5,12 +5,16 @@ simulator: the cluster starts and registers, the plan's topics are created throu
 controller, the workload starts (time 0 of the history and of the plan's `at`), the fault
 loop fires steps every TICK_MS of virtual time, the producers run their jobs; then
 everything is healed and started again, the run waits (settle.timeout_s at most) for every
-partition to have a leader and a full ISR, and a fresh consumer drains every partition
+partition to converge (harness.checker.convergence: a live leader, a full ISR, every replica
+caught up; the run check `unconverged-replicas`), and a fresh consumer drains every partition
 (drain.timeout_s at most) with final reads. The history is written by HistoryWriter on the
 virtual clock; it is checked by the reference checker (harness/bench/reference_checker.py,
-HISTORY.md's definitions, differential-tested against the Spark checker) and judged against
-the plan's `expected`. Everything is a function of (plan, steps, seed): the same seed gives
-the same history byte for byte.
+HISTORY.md's definitions, differential-tested against the Spark checker); results.json carries
+the run checks as a container run's does (`unconverged-replicas`, `diverged-offsets`: in-sync
+replicas' disks compared after the settle, `metadata-divergence` and
+`controller-commit-while-cut` for a quorum) and `SimResult.verdict` is the one verdict
+(expectations.run_verdict) against the plan's `expected`. Everything is a function of (plan,
+steps, seed): the same seed gives the same history byte for byte.
 """
 
 from __future__ import annotations
@@ -26,16 +30,22 @@ from broker_app.controller.messages import NewTopic
 from broker_app.sim.cluster import SimCluster
 from broker_app.sim.quorum import CONTROLLER_ID_BASE
 from harness.bench.reference_checker import reference_check
+from harness.checker.convergence import ConvergenceWatch
 from harness.checker.expectations import (
     AS_EXPECTED,
     CONTROLLER_COMMIT_WHILE_CUT,
+    DIVERGED_OFFSETS,
+    UNCONVERGED_REPLICAS,
     UNEXPECTED,
+    Judgement,
+    run_verdict,
     verdict,
 )
 from harness.checker.history import INFORMATIONAL
 from harness.metadata_check import committed_log_divergence, committed_records
 from harness.plan.model import Plan, Step
 from harness.quorum_check import controller_cut_check
+from harness.replica_logs import divergence_check
 from harness.sim.config import broker_configs, controller_config
 from harness.sim.nemesis import FiredStep, SimNemesis, cluster_state, controller_image
 from harness.sim.workload import ClientContext, Drainer, SimConsumer, SimProducer
@@ -68,8 +78,13 @@ class SimResult:
     follower_reads: dict[int, int] = field(default_factory=dict)
 
     @property
+    def judgement(self) -> Judgement:
+        """The run's verdict (expectations.run_verdict: the history and every run check)."""
+        return run_verdict(self.results)
+
+    @property
     def verdict(self) -> str:
-        return str(self.results["verdict"])
+        return self.judgement.verdict
 
 
 def judge(plan: Plan, checked: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +185,13 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
         for c in consumers:
             c.stopped = True
         cluster.heal_all()
-        _wait(cluster, lambda: _settled(cluster, expected), int(plan.settle.timeout_s * 1000))
+        heal_ms = loop.now_ms
+        watch = ConvergenceWatch((n, t.replication_factor) for t in plan.cluster.topics
+                                 for n in t.partition_names())  # fmt: skip
+        _wait(cluster, lambda: watch.observe(cluster_state(cluster, ctx.elapsed_s()),
+                                             (loop.now_ms - heal_ms) / 1000),
+              int(plan.settle.timeout_s * 1000))  # fmt: skip
+        convergence = watch.result(plan.settle.timeout_s)
         drainer = Drainer(ctx, all_partitions(plan.cluster), int(plan.drain.idle_s * 1000))
         drainer.start()
         _wait(cluster, lambda: drainer.finished, int(plan.drain.timeout_s * 1000))
@@ -184,9 +205,12 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     cut = controller_cut_check(path, out_dir / QUORUM_FILE)
     if cut is not None:
         results[CONTROLLER_COMMIT_WHILE_CUT] = cut
+    results[UNCONVERGED_REPLICAS] = convergence
+    diverged = replica_divergence(cluster)
+    results[DIVERGED_OFFSETS] = divergence_check(diverged)
     write_results(out_dir, results)
     return SimResult(seed, results, nemesis.fired, loop.now_ms, loop.events_run, path,
-                     replica_divergence(cluster), dict(ctx.follower_reads))
+                     diverged, dict(ctx.follower_reads))
 
 
 class QuorumSampler:

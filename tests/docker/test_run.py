@@ -66,6 +66,13 @@ def test_smoke_plan_is_valid_and_stores_every_artifact(
     results = json.loads((run / "results.json").read_text())
     assert results["valid"] is True and results["verdict"] == "as-expected"
     assert results["stats"]["acked"] > 100
+    # Issue 24: liveness and on-disk divergence are run checks in results.json and the report.
+    conv = results["unconverged-replicas"]
+    assert conv["count"] == 0 and set(conv["recovery_s"]) == {"t-0", "t-1"}, conv
+    assert all(isinstance(t, float | int) for t in conv["recovery_s"].values()), conv
+    assert results["diverged-offsets"]["count"] == 0, results["diverged-offsets"]
+    html = (run / "report.html").read_text()
+    assert 'id="convergence"' in html and 'id="anomaly-unconverged-replicas"' in html
     meta = json.loads((run / "run.json").read_text())
     assert meta["exit_code"] == 0 and meta["settled"] is True and isinstance(meta["seed"], int)
     # Every controller link crossed Toxiproxy, and the voters' committed logs were compared.
@@ -126,3 +133,21 @@ def test_bad_plan_exits_2_with_file_line_and_starts_nothing(
     assert len(err) == 1 and f"{bad}:{line}:" in err[0] and "acks" in err[0], err
     assert not store.exists()
     assert leftovers([rid]) == []
+
+
+def test_unconverged_replica_fails_the_run_though_nothing_was_lost(
+        cluster_images: dict[str, str], run_id_factory, tmp_path: Path) -> None:
+    """Issue 24's negative control: a follower killed a second before the workload ends, a
+    0.5 s settle window. The history is valid; the liveness check fails the run (exit 1)."""
+    store = tmp_path / "store"
+    proc = _run([str(REPO / "tests/fixtures/plans/unconverged.yaml"), "--store", str(store),
+                 "--run-id", run_id_factory("run-unconv")])
+    assert proc.returncode == 1, _explain(proc)
+    run = _only_run(store)
+    results = json.loads((run / "results.json").read_text())
+    assert results["valid"] is True, results["anomalies"]
+    conv = results["unconverged-replicas"]
+    assert conv["count"] >= 1 and conv["recovery_s"]["t-0"] is None, conv
+    assert "verdict unexpected" in proc.stdout
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["exit_code"] == 1 and meta["settled"] is False

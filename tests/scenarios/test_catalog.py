@@ -130,15 +130,24 @@ def test_diverged_offsets_compares_replicas_offset_by_offset() -> None:
     assert diverged_offsets({}) == {}
 
 
-def test_judge_checks_diverged_offsets_on_the_run_dir(tmp_path: Path) -> None:
+def test_judge_checks_diverged_offsets_as_a_run_check(tmp_path: Path) -> None:
+    def results(diverged: int | None) -> dict:
+        r = {"verdict": "as-expected", "valid": True, "expected": {}, "anomalies": {},
+             "stats": {}}
+        if diverged is not None:
+            r["diverged-offsets"] = {"count": diverged, "by_partition": {}, "examples": []}
+        return r
+
     mode = ModeSpec("fixed", diverged_offsets=Expectation("diverged-offsets", "==", 0))
-    out = judge(mode, {"verdict": "as-expected", "valid": True, "expected": {},
-                          "anomalies": {}, "stats": {}}, tmp_path)
+    out = judge(mode, results(0), tmp_path)
     assert out.reproduced and out.counts == {"diverged-offsets": 0}
     legacy = ModeSpec("legacy", diverged_offsets=Expectation("diverged-offsets", ">", 0))
-    out = judge(legacy, {"verdict": "as-expected", "valid": True, "expected": {},
-                          "anomalies": {}, "stats": {}}, tmp_path)
-    assert not out.reproduced and "diverged offsets on disk > 0 (got 0)" in out.why
+    out = judge(legacy, results(0), tmp_path)
+    assert not out.reproduced and "diverged-offsets > 0 (got 0)" in out.why
+    assert judge(legacy, results(3), tmp_path).reproduced
+    # No data collected (an empty run dir) and no check stored: nothing could be compared.
+    out = judge(mode, results(None), tmp_path)
+    assert not out.reproduced and "not checked in this run" in out.why, out.why
 
 
 def test_l1_to_l10_are_documented() -> None:

@@ -63,11 +63,11 @@ def test_judge_covers_lost_by_acks_and_divergence_and_names_misses() -> None:
     ok = judge(False, {"lost-write": 2}, exps, lost_by_acks={"1": 2, "all": 0},
                lost_expectations=lost)
     assert (ok.verdict, ok.misses) == (AS_EXPECTED, ())
-    bad = judge(False, {"lost-write": 2}, exps, lost_by_acks={"1": 2, "all": 1},
-                lost_expectations=lost, diverged=0,
-                diverged_expectation=Expectation("diverged-offsets", ">", 0))
+    bad = judge(False, {"lost-write": 2}, [*exps, Expectation("diverged-offsets", ">", 0)],
+                lost_by_acks={"1": 2, "all": 1}, lost_expectations=lost,
+                run_checks={"diverged-offsets": 0})
     assert bad.verdict == UNEXPECTED
-    assert bad.misses == ("lost acks=all == 0 (got 1)", "diverged offsets on disk > 0 (got 0)")
+    assert bad.misses == ("lost acks=all == 0 (got 1)", "diverged-offsets > 0 (got 0)")
     # No expectations: the history's validity decides, and the miss says so.
     assert judge(False, {}, []).misses == ("a valid history (it is not)",)
     # A plan-built expectation (no text given) records its normalized text.
@@ -125,3 +125,18 @@ def test_a_controller_commit_while_cut_is_judged_like_the_metadata_check() -> No
     results = {"valid": True, "anomalies": {}, "expected": {},
                "controller-commit-while-cut": {"count": 2, "by_partition": {}, "examples": []}}
     assert run_verdict(results).misses == ("controller-commit-while-cut == 0 (got 2)",)
+
+
+def test_liveness_fails_the_run_unless_expected_and_old_histories_keep_their_verdict() -> None:
+    from harness.checker.expectations import judge, run_verdict
+
+    # Issue 24: an unconverged replica fails a valid run; a legacy mode may tolerate it.
+    bad = judge(True, {}, [], run_checks={"unconverged-replicas": 1})
+    assert (bad.verdict, bad.misses) == (UNEXPECTED, ("unconverged-replicas == 0 (got 1)",))
+    tolerant = parse_expected({"unconverged-replicas": ">= 0"})
+    assert judge(True, {}, tolerant, run_checks={"unconverged-replicas": 1}).verdict \
+        == AS_EXPECTED
+    # A results.json written before the check existed (no entry): judged as it was.
+    old = {"valid": True, "anomalies": {}, "expected": {}, "verdict": AS_EXPECTED}
+    assert run_verdict(old).verdict == AS_EXPECTED
+    assert run_verdict({**old, "unconverged-replicas": {"count": 2}}).verdict == UNEXPECTED
