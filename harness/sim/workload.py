@@ -14,8 +14,11 @@ PartitionCycle, producer_jobs) and client.py's `fail`/`info` classification:
   partitions it leads, from the consumer's positions; `ok` with the records read, `fail` when
   every partition answered an error. OFFSET_OUT_OF_RANGE (its position was truncated away)
   ends the poll `info` and the process is replaced (a new one reads from offset 0).
-- metadata: a client asks a Metadata v12 of the brokers in turn and caches the leaders;
-  errors that mean "wrong leader" refresh it.
+- metadata: a client asks a Metadata v12 of the brokers in turn and caches the leaders and
+  their leader epochs (never going back to an older epoch); a Fetch carries the cached
+  epoch as current_leader_epoch (KIP-320, as librdkafka does), so a replica that is no longer
+  the leader, or not yet, answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH instead of data;
+  errors that mean "wrong leader" refresh the metadata.
 - `Drainer`: the final reads (`final: true`) of every partition from offset 0 up to the HW,
   after the run healed everything.
 """
@@ -103,6 +106,10 @@ class Metadata:
     def __init__(self, ctx: ClientContext) -> None:
         self.ctx = ctx
         self.leaders: dict[TopicPartition, int] = {}
+        # The leader epoch each leader was learned with: Fetch sends it (KIP-320), and an
+        # answer from a broker whose metadata is older is not applied (librdkafka and the
+        # Java client skip a partition's metadata whose leader epoch went backwards).
+        self.epochs: dict[TopicPartition, int] = {}
         self._turn = 0
         self._refreshing = False
 
@@ -122,10 +129,15 @@ class Metadata:
             self._refreshing = False
             for t in resp.topics:
                 for p in t.partitions:
+                    tp = (t.name, p.partition_index)
+                    epoch = int(p.leader_epoch)
+                    if epoch < self.epochs.get(tp, -1):
+                        continue  # stale metadata
+                    self.epochs[tp] = epoch
                     if p.leader_id >= 0:
-                        self.leaders[(t.name, p.partition_index)] = p.leader_id
+                        self.leaders[tp] = p.leader_id
                     else:
-                        self.leaders.pop((t.name, p.partition_index), None)
+                        self.leaders.pop(tp, None)
 
         def failed(_reason: str) -> None:
             self._refreshing = False
@@ -328,6 +340,7 @@ class Poller:
                 "isolation_level": 0, "session_id": 0, "session_epoch": -1,
                 "topics": [{"topic": t, "partitions": [
                     {"partition": p, "fetch_offset": positions[(t, p)],
+                     "current_leader_epoch": self.metadata.epochs.get((t, p), -1),
                      "partition_max_bytes": 1 << 20} for (t2, p) in tps if t2 == t]}
                     for t in sorted({t for t, _ in tps})],
                 "forgotten_topics_data": [], "rack_id": self.rack or "",
