@@ -9,8 +9,16 @@ Definition, per workload partition `p` of a ClusterState (the controller's leade
 ISR, and each reachable replica's own LEO and HW):
 - `p` has no leader, or its leader is not alive: 1 (the partition) — plus each replica below;
 - each replica `r` of `p` that is not in the ISR counts 1;
-- each replica `r` in the ISR whose log end offset is below the leader's high watermark, or
-  whose state could not be read (its broker did not answer), counts 1; a pair counts once.
+- each replica `r` in the ISR whose log end offset is below the leader's (it has not fetched
+  everything the leader holds), or whose state could not be read (its broker did not answer),
+  counts 1; a pair counts once;
+- a leader whose high watermark is below its own log end while every replica has caught up
+  counts 1 (it has not yet learned that they did: one fetch round away).
+After the heal nothing writes to the workload's topics, so a live follower reaches the leader's
+log end within a fetch round; one that does not is wedged even while it is still in the ISR
+(the ISR shrinks only after replica.lag.time.max.ms). Hence the leader's log end, not only its
+high watermark: a follower killed and restarted before it left the ISR comes back at the high
+watermark, below the leader's log end, and has not converged until it fetched the rest.
 `converged(state)` is "the count is 0"; `unconverged(state)` is the result that results.json
 carries under `unconverged-replicas`, in the anomalies' shape (HISTORY.md "Extending the
 format"): {"count", "by_partition", "examples": ["t-0: broker 2 not in the ISR [1, 3]", ...]
@@ -52,9 +60,12 @@ def _problems(p: PartitionState, alive: frozenset[int]) -> list[str]:
         st = p.replica_states.get(r)
         if st is None:
             out.append(f"{p.name}: broker {r} in the ISR but its state could not be read")
-        elif leader_state is not None and st.leo < leader_state.hw:
-            out.append(f"{p.name}: broker {r} log end {st.leo} below the leader's high "
-                       f"watermark {leader_state.hw}")
+        elif leader_state is not None and st.leo < leader_state.leo:
+            out.append(f"{p.name}: broker {r} log end {st.leo} below the leader's "
+                       f"{leader_state.leo}")
+    if not out and leader_state is not None and leader_state.hw < leader_state.leo:
+        out.append(f"{p.name}: leader {p.leader} high watermark {leader_state.hw} below its "
+                   f"log end {leader_state.leo}")
     return out
 
 
