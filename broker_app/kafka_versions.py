@@ -111,7 +111,9 @@ VERSIONS: tuple[KafkaVersion, ...] = (
          "epoch; the controller refuses a stale one (INELIGIBLE_REPLICA), so a replica that "
          "restarted with an emptied log cannot rejoin the ISR on its predecessor's progress"),
     _row("3.7", "diverging-epoch", "maximal", "true", "false", "false",
-         "KIP-966 part (KAFKA-15583): the HW advances only while ISR >= min.insync.replicas; "
+         "KIP-966 part (KAFKA-15583): the HW advances only while ISR >= min.insync.replicas, "
+         "which every check caps at the replica count (effectiveMinIsr: acks=all to RF=3 "
+         "with min.insync=4 is served, not refused); "
          "KAFKA-15582/15586: the clean-shutdown marker and PreviousBrokerEpoch"),
     _row("3.9", "diverging-epoch", "maximal", "true", "false", "false",
          "no ELR yet: the last ISR member is elected even after an unclean shutdown "

@@ -186,8 +186,17 @@ class QuorumController:
         )  # fmt: skip
 
     def _min_isr(self, topic: TopicImage) -> int:
+        """Kafka's getTopicEffectiveMinIsr: the topic's min.insync.replicas, else the cluster's
+        dynamic default, else the static one, capped at the topic's replication factor (the
+        ELR rules compare the ISR with it: an ISR as large as the replica set is never below
+        min ISR)."""
         value = topic.configs.get(MIN_ISR_CONFIG)
-        return self.config.min_insync_replicas if value is None else int(value)
+        if value is None:
+            value = self.image.broker_configs.get("", {}).get(MIN_ISR_CONFIG)
+        wanted = self.config.min_insync_replicas if value is None else int(value)
+        first = topic.partitions.get(0) or next(iter(topic.partitions.values()), None)
+        rf = len(first.replicas) if first is not None else 0
+        return min(wanted, rf) if rf > 0 else wanted
 
     def _fence(self, p: _Pending, broker_id: int, controlled: bool, why: str) -> None:
         b = p.image.brokers[broker_id]

@@ -308,8 +308,13 @@ class Partition:
         return state.isr
 
     def effective_min_isr(self, min_isr: int | None = None) -> int:
-        """min.insync.replicas capped at the replication factor, so RF < min cannot block."""
+        """The min ISR every check uses. With strict min ISR (Kafka 3.7+, KAFKA-15583's
+        effectiveMinIsr) min.insync.replicas capped at the replica count, so RF < min cannot
+        block acks=all; before 3.7 the configured value as it is (such a topic refuses every
+        acks=all produce with NOT_ENOUGH_REPLICAS)."""
         wanted = self.min_insync_replicas if min_isr is None else min_isr
+        if not self.behaviour.strict_min_isr:
+            return wanted
         return min(wanted, max(len(self.replicas), 1))
 
     def is_under_min_isr(self) -> bool:
@@ -361,8 +366,7 @@ class Partition:
                 f"(leader {self.leader_id}, epoch {self.leader_epoch})"
             )
         isr = self._isr_for_min_isr()
-        # Not capped at the replication factor: Kafka refuses acks=all when RF < min.insync.
-        wanted = self.min_insync_replicas if min_isr is None else min_isr
+        wanted = self.effective_min_isr(min_isr)
         if acks == ACKS_ALL and len(isr) < wanted:
             raise NotEnoughReplicasError(
                 f"{self.name}: ISR {sorted(isr)} has {len(isr)} members, fewer than "

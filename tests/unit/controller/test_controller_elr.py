@@ -233,3 +233,27 @@ def test_builder_keeps_a_live_elr_leader_and_makes_it_the_isr():
     off = PartitionChangeBuilder("t", 0, PartitionRegistration((1, 2), (1,), 1), lambda r: False,
                                  elr_enabled=False, min_isr=2).build()  # fmt: skip
     assert off is not None and off.leader == -1 and off.isr is None  # KIP-841 without ELR
+
+
+def test_min_isr_above_the_replication_factor_is_capped_for_the_elr(make_cluster):
+    """Kafka's getTopicEffectiveMinIsr (KAFKA-15583): min(min.insync.replicas, RF). With
+    min.insync=5 on RF=3 uncapped, a shrink to 2 would be "below min ISR" and move the
+    leaver to the ELR; capped at 3 it is below too, but a full ISR of 3 is not."""
+    c = make_cluster(ControllerConfig(eligible_leader_replicas=True))
+    c.start_brokers(1, 2, 3)
+    c.create("t", 1, 3, **{"min.insync.replicas": "5"})
+    assert c.controller._min_isr(c.image.topics["t"]) == 3
+    alter(c, (1, 2))  # 2 < 3: the leaver holds everything below the HW
+    assert c.part("t").elr == (3,)
+
+
+def test_min_isr_falls_back_to_the_cluster_dynamic_default(make_cluster):
+    """A topic without min.insync.replicas takes the cluster-wide dynamic config (KIP-226)
+    before the static default, as Kafka's ConfigurationControlManager resolves it."""
+    c = make_cluster(ControllerConfig(eligible_leader_replicas=True, min_insync_replicas=1))
+    c.start_brokers(1, 2, 3)
+    c.create("t", 1, 3)
+    topic = c.image.topics["t"]
+    assert c.controller._min_isr(topic) == 1
+    c.controller.image.broker_configs = {"": {"min.insync.replicas": "2"}}
+    assert c.controller._min_isr(topic) == 2

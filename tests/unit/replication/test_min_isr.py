@@ -159,3 +159,22 @@ def test_delayed_produce_fails_when_leadership_moves(make_cluster) -> None:
     assert old_leader.role == "follower"
     assert purgatory.check_and_complete(KEY) == 1
     assert results[0][KEY].error == Errors.NOT_LEADER_OR_FOLLOWER
+
+
+@pytest.mark.parametrize("strict, refused", [(True, False), (False, True)])
+def test_min_isr_above_the_replica_count_is_capped_from_3_7(make_cluster, strict,
+                                                            refused) -> None:  # fmt: skip
+    """KAFKA-15583 (3.7, strict min ISR): effectiveMinIsr = min(min.insync.replicas, replicas)
+    before the append and for the HW; before 3.7 min.insync=4 on RF=3 refuses every acks=all
+    write, even with a full ISR."""
+    cluster = make_cluster([L, F1, F2], min_isr=4, strict_min_isr=strict,
+                           eligible_leader_replicas=False)
+    cluster.elect(L, isr=[L, F1, F2])
+    if refused:
+        with pytest.raises(NotEnoughReplicasError, match="min.insync.replicas=4"):
+            cluster.produce(["m"], acks=-1)
+        return
+    cluster.produce(["m"], acks=-1)
+    cluster.replicate(F1, F2, rounds=2)
+    assert cluster.leader.high_watermark == 1
+    assert cluster.leader.check_enough_replicas_reach_offset(1) == (True, Errors.NONE)
