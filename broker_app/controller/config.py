@@ -33,7 +33,10 @@ class ControllerConfig:
     # committed log: it applied its own records when it wrote them).
     activate_caught_up: bool = True
     min_insync_replicas: int = 1  # min.insync.replicas (cluster default; a topic config wins)
-    auto_leader_rebalance: bool = False  # auto.leader.rebalance.enable (Kafka's default: true)
+    # auto.leader.rebalance.enable: on, as Kafka's default (every release); every
+    # leader.imbalance.check.interval.seconds (300) a broker whose preferred leaderships are
+    # led elsewhere beyond leader.imbalance.per.broker.percentage gets them back.
+    auto_leader_rebalance: bool = True
     leader_imbalance_check_interval_ms: int = 300_000  # leader.imbalance.check.interval.seconds
     leader_imbalance_per_broker_percentage: int = 10  # leader.imbalance.per.broker.percentage
     num_partitions: int = 1  # num.partitions (CreateTopics with -1)

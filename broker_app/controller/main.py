@@ -61,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "on-election: hypothetical bug switch, at once on its image")
     parser.add_argument("--min-insync-replicas", type=int, default=1,
                         help="cluster default of min.insync.replicas (a topic config wins)")
-    parser.add_argument("--auto-leader-rebalance", action="store_true")
+    parser.add_argument("--auto-leader-rebalance", action=argparse.BooleanOptionalAction,
+                        default=True, help="auto.leader.rebalance.enable (Kafka's default: on)")
     parser.add_argument("--leader-imbalance-check-interval-ms", type=int, default=300_000)
     parser.add_argument("--leader-imbalance-per-broker-percentage", type=int, default=10)
     parser.add_argument("--num-partitions", type=int, default=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from broker_app.controller.config import ControllerConfig
 from broker_app.controller.errors import Errors
 from broker_app.controller.messages import (
@@ -326,10 +328,20 @@ def test_unclean_elect_leaders_request(cluster):
     assert resp.error == Errors.INVALID_REQUEST
 
 
-def test_automatic_rebalance_on_timer(make_cluster):
-    c = make_cluster(
-        ControllerConfig(auto_leader_rebalance=True, leader_imbalance_check_interval_ms=1000)
-    )
+def test_automatic_rebalance_is_on_by_default_every_300_s() -> None:
+    """auto.leader.rebalance.enable is true and leader.imbalance.check.interval.seconds 300 in
+    every Kafka release (issue 27 item 6: it was off here)."""
+    config = ControllerConfig()
+    assert config.auto_leader_rebalance is True
+    assert config.leader_imbalance_check_interval_ms == 300_000
+    assert config.leader_imbalance_per_broker_percentage == 10
+
+
+@pytest.mark.parametrize("interval_ms", [1000, None])
+def test_automatic_rebalance_on_timer(make_cluster, interval_ms):
+    c = make_cluster(ControllerConfig() if interval_ms is None else
+                     ControllerConfig(leader_imbalance_check_interval_ms=interval_ms))
+    interval_ms = interval_ms or 300_000
     c.start_brokers(1, 2, 3)
     c.create("t", 3, 3)
     c.heartbeat(1, want_fence=True)
@@ -345,11 +357,13 @@ def test_automatic_rebalance_on_timer(make_cluster):
     moved = [p for p in range(3) if c.part("t", p).preferred_leader == 1]
     assert all(c.part("t", p).leader != 1 for p in moved)
     c.tick(0)  # arms the timer
+    armed = c.now
+    while c.now + 900 < armed + interval_ms:  # heartbeats keep the brokers' sessions
+        c.heartbeat_all(1, 2, 3)
+        c.tick(900)
+        assert all(c.part("t", p).leader != 1 for p in moved)  # not yet
     c.heartbeat_all(1, 2, 3)
-    c.tick(500)
-    assert all(c.part("t", p).leader != 1 for p in moved)  # not yet
-    c.heartbeat_all(1, 2, 3)
-    c.tick(600)
+    c.tick(armed + interval_ms - c.now)
     assert all(c.part("t", p).leader == 1 for p in moved)
 
 
