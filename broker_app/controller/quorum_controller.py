@@ -22,9 +22,12 @@ Contract:
   the broker epoch its predecessor wrote in the clean-shutdown marker; when that is not the
   registered epoch (-1: the marker was missing) the shutdown was unclean, and with ELR
   enabled the broker is removed from every ISR and ELR in the registration's own batch, so
-  it cannot lead before it has caught up again. Deviation: Kafka >= 3.9 (KAFKA-16952) no
-  longer compares the epoch and treats every new incarnation this way; we keep KIP-966's
-  rule, so a cleanly restarted ELR member stays eligible (the crash cases are identical).
+  it cannot lead before it has caught up again. That is Kafka 4.1's rule: between
+  KAFKA-16952 (every new incarnation counted as unclean, Kafka 3.9 development) and
+  KAFKA-18635 (the epoch comparison re-enabled, merged 2025-02 for 4.0) Kafka briefly did
+  otherwise; 4.1 compares the epoch, so a cleanly restarted ELR member stays eligible.
+  Without ELR nothing is removed at registration (Kafka's handleBrokerUncleanShutdown
+  returns at once unless the metadata version supports ELR).
 - Deviation from Kafka: a new incarnation may register while the old one's session is still
   live (Kafka answers DUPLICATE_BROKER_REGISTRATION until the session expires); here the new
   registration supersedes the old one at once and the old incarnation is treated as fenced, so
