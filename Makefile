@@ -8,7 +8,8 @@ STAMP := $(VENV)/.installed
 
 all: venv
 
-$(STAMP): pyproject.toml
+# setup.py and the C source too: an editable install compiles the extension only when it runs.
+$(STAMP): pyproject.toml setup.py broker_app/storage/_recordwalk.c
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

@@ -49,7 +49,9 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 BASE_PYTHON = (3, 11)
 # The project's own sources: what goes into the project wheel.
 SOURCE_DIRS = ("broker_app", "harness")
-SOURCE_FILES = ("pyproject.toml", "README.md")
+# setup.py builds the C record walk (broker_app/storage/_recordwalk.c): the project wheel is a
+# cp311-abi3 platform wheel, compiled on the host, since the images have no compiler.
+SOURCE_FILES = ("pyproject.toml", "README.md", "setup.py")
 
 # Bounds on every subprocess (seconds). Generous: a cold debootstrap on a slow mirror
 # takes minutes, but nothing may hang forever.
@@ -163,7 +165,8 @@ def _tag(ref: str, *tags: str) -> None:
 
 def _hash_tree(h: hashlib._Hash, root: Path, rel_to: Path) -> None:
     for path in sorted(root.rglob("*")):
-        if not path.is_file() or "__pycache__" in path.parts or path.suffix == ".pyc":
+        # Build products (bytecode, the in-place extension of `pip install -e .`) are not sources.
+        if not path.is_file() or "__pycache__" in path.parts or path.suffix in (".pyc", ".so"):
             continue
         h.update(str(path.relative_to(rel_to)).encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
@@ -374,7 +377,8 @@ def _wheelhouse(kind: str, reqs: list[str], log: Log) -> Path:
 def _project_wheel(into: Path, log: Log) -> None:
     """Build the project's wheel from a copy of its sources, so the shared tree gets no build/."""
     with tempfile.TemporaryDirectory(prefix="highwater-src.") as src:
-        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+        # *.so: an editable install's in-place build; the wheel compiles its own.
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "*.so")
         for d in SOURCE_DIRS:
             shutil.copytree(ROOT / d, Path(src) / d, ignore=ignore)
         for f in SOURCE_FILES:

@@ -29,6 +29,11 @@ _RECORDS_COUNT_POS = 57  # offset of recordsCount in a v2 batch header
 _BATCH_LENGTH_POS = 8
 
 NULL_APIS = (ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.INIT_PRODUCER_ID)
+# Listed in ApiVersions, never served: librdkafka writes the v2 record format (MsgVer2) only to
+# a broker that lists Fetch v4+ beside Produce v3+; without it, it falls back to magic 0/1
+# message sets (one 126-byte "batch" per 100-byte record), which is not what the real broker
+# gets, so the null broker would not be the same workload. A producer never sends Fetch.
+ADVERTISED_APIS = (*NULL_APIS, ApiKey.FETCH)
 
 
 def count_records(records: bytes) -> int:
@@ -57,7 +62,7 @@ class NullKafkaApis:
             keys = [
                 {"api_key": k, "min_version": v.min_version, "max_version": v.max_version}
                 for k, v in SUPPORTED_APIS.items()
-                if k in NULL_APIS
+                if k in ADVERTISED_APIS
             ]
             if request.unsupported_api_versions:
                 return build(

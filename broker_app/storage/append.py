@@ -33,7 +33,7 @@ from .records import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     BatchHeader,
     iter_batches,
-    stamp_batch,
+    stamp_pieces,
     validate_batch,
 )
 
@@ -144,7 +144,7 @@ def prepare_leader_append(
         raise InvalidRecordError(f"append to {name} holds no record batch")
     first_offset = offset = log_end_offset
     staged = producer_state.begin(origin_client=True)
-    out: list[bytes] = []
+    out: list[bytes | memoryview] = []  # pieces of the stamped batches, joined once below
     num_records = 0
     max_ts = -1
     for h, view in batches:
@@ -157,7 +157,7 @@ def prepare_leader_append(
                                      h.max_timestamp, duplicate=True)  # fmt: skip
                 return PreparedAppend(info, b"", None)
             raise
-        out.append(stamp_batch(view, offset, leader_epoch))
+        out += stamp_pieces(view, offset, leader_epoch)
         num_records += h.records_count
         max_ts = max(max_ts, h.max_timestamp)
         offset = last + 1

@@ -17,10 +17,14 @@ TARGETS: dict[str, tuple[str, str]] = {
                             "KRaft controller N times under acks=all load: failover ms, lost, "
                             "metadata divergence"),
     "fuzz": ("harness.bench.fuzz", "protocol fuzzer: mutated requests beside a good producer"),
+    "validator": ("harness.bench.validator", "native record walk vs the Python reference: "
+                  "differences over N generated batches, µs per record"),
     "startup": ("harness.bench.startup", "broker start-up on 10,000 partitions, low fd ulimit"),
     "snapshot": ("harness.bench.snapshot", "KIP-630 metadata snapshot size, write and load "
                  "time vs replaying the log (issue 13)"),
     "sim": ("harness.bench.sim", "simulated schedules per minute (3 brokers, random nemesis)"),
+    "sweep": ("harness.bench.sweep", "issue 24: fresh-seed sim sweep of the default mode over "
+              "the random plans (0 violations expected) and of each legacy behaviour (found)"),
 }
 
 

@@ -288,9 +288,15 @@ def test_acks_zero_sends_nothing_and_failures_close(apis) -> None:
     assert isinstance(res, CloseConnection) and "missing-0" in res.reason
 
 
-def test_min_insync_replicas_and_invalid_acks(apis) -> None:
-    apis._create_topic("t", 1, 1, {"min.insync.replicas": "2"})
+def test_min_insync_replicas_and_invalid_acks(apis_pre37, apis) -> None:
     batch = build_batch([(None, b"a")])
+    # Kafka 3.7+ (KAFKA-15583): min.insync.replicas=2 on one replica is capped at 1.
+    apis._create_topic("t", 1, 1, {"min.insync.replicas": "2"})
+    assert _produce(apis, batch, acks=-1).responses[0].partition_responses[0] \
+        .error_code.value == Errors.NONE
+    # Before 3.7 the configured value stands: every acks=all write is refused.
+    apis = apis_pre37
+    apis._create_topic("t", 1, 1, {"min.insync.replicas": "2"})
     part = _produce(apis, batch, acks=-1).responses[0].partition_responses[0]
     assert part.error_code.value == Errors.NOT_ENOUGH_REPLICAS
     assert "min.insync.replicas 2" in part.error_message
@@ -368,6 +374,17 @@ def test_null_broker_counts_offsets_and_stores_nothing() -> None:
         encode_response(1, ApiKey.PRODUCE, resp)
     assert resp.responses[0].partition_responses[0].base_offset == 3
     assert null.next_offset[("t", 0)] == 6
+
+
+def test_null_broker_lists_what_librdkafka_needs_for_v2_batches() -> None:
+    """librdkafka writes magic-2 batches only to a broker listing Produce v3+ and Fetch v4+;
+    otherwise the benchmark's ceiling would get magic 0/1 message sets, the broker v2."""
+    from broker_app.server.null_broker import NullKafkaApis
+
+    body = build(request_class(ApiKey.API_VERSIONS, 3), request_data(ApiKey.API_VERSIONS, b""))
+    resp = NullKafkaApis(1, "127.0.0.1", 9).handle(decode_request(encode_request("t", 1, body)[4:]))
+    listed = {k.api_key: k.max_version for k in resp.api_keys}
+    assert listed[ApiKey.PRODUCE] >= 3 and listed[ApiKey.FETCH] >= 4
 
 
 def _metadata(apis: KafkaApis, name: str, allow_auto: bool) -> Any:

@@ -50,6 +50,31 @@ def test_stamp_rewrites_only_offset_and_epoch_and_crc_stays_valid():
     assert DefaultRecordBatch(bytearray(s)).validate_crc()  # an independent CRC check agrees
 
 
+def test_stamp_from_views_and_several_batches_in_one_leader_append():
+    """stamp_batch joins views (one copy): same bytes from bytes and memoryview input, bytes
+    8..12 and 16.. untouched; a leader append of several batches stamps each at its offset."""
+    from broker_app.storage.append import AppendLimits, prepare_leader_append
+    from broker_app.storage.epoch_cache import LeaderEpochCache
+    from broker_app.storage.producer_state import ProducerStateManager
+
+    b = build_batch([(None, b"a"), (None, b"b")])
+    assert stamp_batch(memoryview(b), 7, 3) == stamp_batch(b, 7, 3)
+    assert stamp_batch(b, 7, 3)[:16] == struct.pack(">q", 7) + b[8:12] + struct.pack(">i", 3)
+    with pytest.raises(struct.error):
+        stamp_batch(b[:15], 7, 3)  # too short for both fields, as before
+    two = build_batch([(None, b"a"), (None, b"b")], timestamp=1000) + build_batch(
+        [(None, b"c")], timestamp=1000)  # fmt: skip
+    prepared = prepare_leader_append(
+        two, 5, 100, AppendLimits(1 << 30, 1 << 20, now_ms=1000), "t-0", ProducerStateManager(),
+        LeaderEpochCache(None),
+    )  # fmt: skip
+    batches = [(h.base_offset, h.partition_leader_epoch) for h, _ in
+               iter_batches(prepared.data, allow_partial_tail=False)]  # fmt: skip
+    assert batches == [(100, 5), (102, 5)] and isinstance(prepared.data, bytes)
+    for _h, view in iter_batches(prepared.data, allow_partial_tail=False):
+        validate_batch(view)  # CRCs intact
+
+
 def test_flipped_byte_is_a_crc_mismatch():
     b = bytearray(build_batch([(None, b"payload")]))
     b[-1] ^= 0xFF
