@@ -13,6 +13,7 @@ The fault primitives the plan actions map onto (harness/sim/nemesis.py), by node
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from broker_app.config import BrokerConfig
 from broker_app.controller.config import ControllerConfig
@@ -60,6 +61,8 @@ class SimCluster:
         self.client = Process(self.loop, CLIENT)
         self.client.start()
         self.net.add_node(CLIENT, self.client)
+        # Who wants to know which replicas a power loss emptied (sim/invariants.py).
+        self.power_loss_listeners: list[Callable[[int, dict[tuple[str, int], int]], None]] = []
 
     def start(self) -> None:
         for c in self.controllers.values():
@@ -101,14 +104,24 @@ class SimCluster:
         f.latency_ms, f.jitter_ms = ms, jitter_ms
 
     def kill(self, name: str, lose_unsynced: bool = False) -> int:
-        """SIGKILL `name`; returns how many batches the power loss dropped (0 without)."""
+        """SIGKILL `name`; returns how many batches the power loss dropped (0 without).
+        A power loss that drops batches is told to every `power_loss_listeners` entry as
+        (broker id, {(topic, partition): batches lost})."""
         b = self.broker(name)
         self.net.reset_node(name)
         if b is None:
             self.controllers[name].kill()
             return 0
         b.kill()
-        return b.disk.crash() if lose_unsynced else 0
+        if not lose_unsynced:
+            return 0
+        lost = {(tp.topic, tp.partition): len(d.batches) - d.synced
+                for tp, d in b.disk.partitions.items() if len(d.batches) > d.synced}  # fmt: skip
+        dropped = b.disk.crash()
+        if lost:
+            for listener in self.power_loss_listeners:
+                listener(b.node_id, lost)
+        return dropped
 
     def stop(self, name: str) -> None:
         self.net.reset_node(name)

@@ -10,6 +10,9 @@ Contract:
   (`kill`) or a restart (`start`) bumps the generation, so timers and message handlers of the
   dead incarnation never run. While `paused` (SIGSTOP) its callbacks are queued and run, in
   order, on `resume` - timers fire late, exactly as a stopped process sees it.
+- `after_event`, if set, is called with each event's callback right after it ran (before
+  `run_until`'s `stop`): the invariant checker's hook (sim/invariants.py). It must not
+  schedule events or draw from `rng`, so a run with a checker is the same run.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class EventLoop:
         self._heap: list[tuple[int, int, Timer]] = []
         self._seq = 0
         self.events_run = 0
+        self.after_event: Callable[[Callable[[], None]], None] | None = None
 
     def clock(self) -> int:
         """The virtual monotonic clock in ms (what ReplicaManager and friends are given)."""
@@ -67,6 +71,7 @@ class EventLoop:
         soon as stop() holds after an event (checked between events)."""
         heap = self._heap
         pop = heapq.heappop
+        after = self.after_event
         while heap and heap[0][0] <= until_ms:
             when, _seq, timer = pop(heap)
             fn = timer.fn
@@ -76,6 +81,8 @@ class EventLoop:
             self.now_ms = when
             self.events_run += 1
             fn()
+            if after is not None:
+                after(fn)
             if stop is not None and stop():
                 return True
         self.now_ms = max(self.now_ms, until_ms)

@@ -12,8 +12,10 @@ virtual clock; it is checked by the reference checker (harness/bench/reference_c
 HISTORY.md's definitions, differential-tested against the Spark checker); results.json carries
 the run checks as a container run's does (`unconverged-replicas`, `diverged-offsets`: in-sync
 replicas' disks compared after the settle, `metadata-divergence` and
-`controller-commit-while-cut` for a quorum) and `SimResult.verdict` is the one verdict
-(expectations.run_verdict) against the plan's `expected`. Everything is a function of (plan,
+`controller-commit-while-cut` for a quorum) and the simulator's own `invariant-violations`
+(broker_app/sim/invariants.py, checked after every event: a violation the mode's switches
+do not promise is reported under `tolerated`, not counted); `SimResult.verdict` is the one
+verdict (expectations.run_verdict) against the plan's `expected`. Everything is a function of (plan,
 steps, seed): the same seed gives the same history byte for byte.
 """
 
@@ -28,6 +30,7 @@ from typing import Any
 
 from broker_app.controller.messages import NewTopic
 from broker_app.sim.cluster import SimCluster
+from broker_app.sim.invariants import InvariantChecker
 from broker_app.sim.quorum import CONTROLLER_ID_BASE
 from harness.bench.reference_checker import reference_check
 from harness.checker.convergence import ConvergenceWatch
@@ -35,6 +38,7 @@ from harness.checker.expectations import (
     AS_EXPECTED,
     CONTROLLER_COMMIT_WHILE_CUT,
     DIVERGED_OFFSETS,
+    INVARIANT_VIOLATIONS,
     UNCONVERGED_REPLICAS,
     UNEXPECTED,
     Judgement,
@@ -133,6 +137,8 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     cluster = SimCluster(seed, broker_configs(plan.cluster), ctl_config,
                          controllers=plan.cluster.controllers, tick_interval_ms=tick_ms)
     loop = cluster.loop
+    # Checked after every event from the first on (docs/liveness.md: invariant-violations).
+    invariants = InvariantChecker(cluster).attach()
     cluster.start()
     if not _wait(cluster, lambda: _all_registered(cluster), STARTUP_TIMEOUT_MS):
         raise SimAborted("brokers did not register within 30 s (virtual)")
@@ -206,6 +212,7 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     if cut is not None:
         results[CONTROLLER_COMMIT_WHILE_CUT] = cut
     results[UNCONVERGED_REPLICAS] = convergence
+    results[INVARIANT_VIOLATIONS] = invariants.result()
     diverged = replica_divergence(cluster)
     results[DIVERGED_OFFSETS] = divergence_check(diverged)
     write_results(out_dir, results)
