@@ -40,6 +40,11 @@ def run_verdict(record: RunRecord, results_verdict: str | None) -> str:
         return record.verdict
     if record.exit_code == 2 or results_verdict is None:
         return ERROR
+    if record.exit_code == 1:
+        # `highwater run` exits 1 on its run verdict (expectations.run_verdict: the history
+        # and the run checks, liveness among them); results.json's `verdict`, which the
+        # summary job reads, is the history's alone and must not hide a failed run check.
+        return UNEXPECTED
     return results_verdict
 
 

@@ -168,3 +168,12 @@ def test_launcher_argv_carries_seed_duration_overrides_and_run_id(tmp_path: Path
     assert f"--seed {run.seed}" in joined and "--duration 12" in joined
     assert "--set workload.producers.rate=20" in joined and "--run-id tx-n0" in joined
     assert f"--store {tmp_path}" in joined
+
+
+def test_a_plain_run_failed_by_a_run_check_is_unexpected_whatever_its_history_says() -> None:
+    """Issue 24: results.json's `verdict` is the history's; a run that exited 1 on
+    unconverged-replicas (or another run check) is unexpected in the nightly too."""
+    rec = RunRecord(1, "smoke", "run", 5, RAN, exit_code=1)
+    assert run_verdict(rec, "as-expected") == "unexpected"
+    assert run_verdict(RunRecord(1, "smoke", "run", 5, RAN, exit_code=0),
+                       "as-expected") == "as-expected"
