@@ -364,3 +364,20 @@ def test_a_power_loss_is_exempt_until_the_controller_admits_the_replica_knowingl
     v = _only(seen["legacy"], ISR_HOLDS_HW)
     assert not v.enforced and "holds offsets only below 0" in v.message, v.text()
     assert seen["legacy"].result()["count"] == 0
+
+
+def test_power_loss_replica_added_back_on_a_pre_loss_fetch_is_not_held_before_it_registers(
+        tmp_path: Path) -> None:  # fmt: skip
+    """Found by `highwater bench sweep` (random-targeted, seed 1001421, Kafka 4.1): broker-1,
+    out of t-1's ISR, loses two batches at its power loss; the leader's ISR expansion, sent on
+    broker-1's fetch from before the loss, commits 0.4 s later while broker-1 is dead. Kafka
+    cannot know of the loss before it registers again (then KIP-966 removes it), so the
+    replica is not held to isr-holds-hw in that window; the run is clean."""
+    from harness.plan.loader import load_plan
+    from harness.sim.explore import schedule_for
+    from harness.sim.run import simulate
+
+    plan = load_plan(ROOT / "chaos_plans/random-targeted.yaml")
+    r = simulate(plan, schedule_for(plan, 1001421, plan.nemesis.overlap), 1001421, tmp_path)
+    assert r.results["invariant-violations"]["count"] == 0, r.results["invariant-violations"]
+    assert r.verdict == "as-expected", r.judgement.misses
