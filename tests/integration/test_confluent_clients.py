@@ -131,7 +131,18 @@ def test_topics_survive_restart(broker) -> None:
     assert len(md.topics["persist"].partitions) == 4
 
 
-def test_min_insync_replicas_above_isr_rejects_acks_all_only(broker) -> None:
+def test_min_insync_replicas_above_the_replica_count_is_capped_from_3_7(broker) -> None:
+    """Kafka 3.7+ (KAFKA-15583): min.insync.replicas=2 on a one-replica topic is capped at 1,
+    so acks=all is served (issue 27's must-show; 3.5 refuses it, the test below)."""
+    create_topic(broker.bootstrap, "minisr", config={"min.insync.replicas": "2"})
+    acked, errors = produce(
+        broker.bootstrap, "minisr", [b"x"], acks="all", retries=0, **{"message.timeout.ms": 5000}
+    )
+    assert errors == [] and [a.offset for a in acked] == [0]
+
+
+def test_min_insync_replicas_above_isr_rejects_acks_all_only(broker_factory) -> None:
+    broker = broker_factory(["--kafka-version", "3.5"])  # before the cap (3.7)
     create_topic(broker.bootstrap, "minisr", config={"min.insync.replicas": "2"})
     acked, errors = produce(
         broker.bootstrap, "minisr", [b"x"], acks="all", retries=0, **{"message.timeout.ms": 5000}
