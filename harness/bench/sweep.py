@@ -77,24 +77,19 @@ class LegacyFigure:
 
 
 def _one(job: tuple[str, int]) -> tuple[str, int, tuple[str, ...] | None, float]:
-    """(plan, seed, misses or None, CPU s) of one fixed-mode schedule, in a worker."""
+    """(plan, seed, misses or None, CPU s) of one fixed-mode schedule, in a worker; judged
+    as `sim explore` judges (harness.sim.explore: an aborted schedule is no violation)."""
     import tempfile
 
     from harness.plan.loader import load_plan
-    from harness.sim.explore import schedule_for
-    from harness.sim.run import SimAborted, simulate
+    from harness.sim.explore import _violates, schedule_for
 
     path, seed = job
     cpu = time.process_time()
     plan = load_plan(REPO / path)
     with tempfile.TemporaryDirectory(prefix="hw-sweep-") as tmp:
-        try:
-            r = simulate(plan, schedule_for(plan, seed, plan.nemesis.overlap), seed, Path(tmp))
-        except SimAborted as e:
-            return path, seed, (f"aborted: {e}",), time.process_time() - cpu
-        j = r.judgement
-        return (path, seed, None if j.verdict == "as-expected" else j.misses,
-                time.process_time() - cpu)
+        r = _violates(plan, schedule_for(plan, seed, plan.nemesis.overlap), seed, Path(tmp))
+    return path, seed, None if r is None else r.judgement.misses, time.process_time() - cpu
 
 
 def _split(plans: Sequence[str], schedules: int) -> dict[str, int]:
