@@ -13,6 +13,14 @@ registration is gone: register again (same incarnation id; the controller hands 
 only to a new incarnation, so a retried registration is idempotent). Heartbeats go every
 heartbeat_interval_ms (broker.heartbeat.interval.ms); while fenced every retry_backoff_ms, so
 unfencing does not wait a whole interval; failures retry after retry_backoff_ms.
+
+Controlled shutdown (Kafka's BrokerServer.shutdown): on SIGTERM the runtime calls
+`begin_controlled_shutdown()` and keeps serving; heartbeats then ask to shut down, the
+controller moves the broker's leaderships and ISR memberships away and answers
+should_shut_down once the other brokers have learned of it; the state becomes SHUTTING_DOWN and
+the runtime goes on with the clean stop. The runtime waits at most CONTROLLED_SHUTDOWN_MS for
+that (Kafka waits up to the shutdown's own deadline, minutes; ours must fit in docker stop's
+10 s grace with the clean stop after it), then stops anyway, as Kafka does on its timeout.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from broker_app.protocol.entities import build
 from .errors import Errors
 
 REGISTRATION_VERSION = 4
+CONTROLLED_SHUTDOWN_MS = 3000
 HEARTBEAT_VERSION = 1
 
 
@@ -76,6 +85,12 @@ class BrokerLifecycle:
     @property
     def is_fenced(self) -> bool:
         return self.state is not BrokerState.RUNNING
+
+    @property
+    def may_shut_down(self) -> bool:
+        """The controller granted the controlled shutdown (or there is nothing to ask:
+        the broker never registered)."""
+        return self.state is BrokerState.SHUTTING_DOWN or self.broker_epoch < 0
 
     def begin_controlled_shutdown(self) -> None:
         if self.state is not BrokerState.SHUTTING_DOWN:

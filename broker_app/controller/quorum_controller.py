@@ -150,6 +150,10 @@ class QuorumController:
                 f"log end offset is {metadata_log.end_offset}",
             )
         self._last_contact_ms: dict[int, int] = {}
+        # From heartbeats, in memory as in Kafka: each broker's metadata offset, and the
+        # offset a broker in controlled shutdown waits for the others to reach.
+        self._metadata_offsets: dict[int, int] = {}
+        self._shutdown_offsets: dict[int, int] = {}
         self._next_rebalance_ms: int | None = None
 
     # --- plumbing ----------------------------------------------------------------------
@@ -301,11 +305,16 @@ class QuorumController:
                 f"registered epoch is {b.epoch}",
             ), []
         self._last_contact_ms[req.broker_id] = now_ms
+        self._metadata_offsets[req.broker_id] = req.current_metadata_offset
         caught_up = req.current_metadata_offset >= b.epoch
         p = self._begin()
         if req.want_shutdown:
             if not b.in_controlled_shutdown:
+                led = any(reg.leader == b.id for _, _, reg in p.image.all_partitions())
                 self._fence(p, b.id, True, "controlled shutdown requested")
+                # Kafka's controlledShutdownOffset: the last record of this batch; a broker
+                # that led nothing may go at once (BrokerHeartbeatManager: SHUTDOWN_NOW).
+                self._shutdown_offsets[b.id] = p.next_offset - 1 if led else -1
         elif req.want_fence:
             if not b.fenced:
                 self._fence(p, b.id, False, "the broker asked to be fenced")
@@ -319,8 +328,20 @@ class QuorumController:
             Errors.NONE,
             is_caught_up=caught_up,
             is_fenced=now.fenced,
-            should_shutdown=req.want_shutdown,  # leaderships were moved in the same batch
+            should_shutdown=req.want_shutdown and self._may_shut_down(b.id),
         ), records
+
+    def _may_shut_down(self, broker_id: int) -> bool:
+        """Kafka's BrokerHeartbeatManager (CONTROLLED_SHUTDOWN -> SHUTDOWN_NOW): the broker
+        asking to shut down may go once every active broker (unfenced, not shutting down) has
+        reported a metadata offset at or past the batch that moved its leaderships, so the new
+        leaders know they lead before the old one disappears. A broker that has not
+        heartbeated to this controller yet counts as offset -1 (it holds the grant back until
+        it heartbeats or its session expires)."""
+        offset = self._shutdown_offsets.get(broker_id, -1)
+        active = [self._metadata_offsets.get(i, -1) for i in self.image.brokers
+                  if self.image.is_live(i)]  # fmt: skip
+        return offset <= min(active, default=offset)
 
     def tick(self, now_ms: int) -> tuple[None, list[MetadataRecord]]:
         """Timers: session expiry, leaderless partitions, automatic leader rebalance."""

@@ -39,7 +39,7 @@ from tenacity import (
 
 from broker_app.aio import cancel_and_wait
 from broker_app.config import BrokerConfig
-from broker_app.controller.broker_lifecycle import BrokerLifecycle
+from broker_app.controller.broker_lifecycle import CONTROLLED_SHUTDOWN_MS, BrokerLifecycle
 from broker_app.metadata import METADATA_PARTITION, METADATA_TOPIC, MetadataLoader
 from broker_app.metadata.image import MetadataDelta, MetadataImage
 from broker_app.metadata.records import MetadataRecordError
@@ -150,6 +150,7 @@ class ClusterLink:
             rack=config.broker_rack,
         )  # fmt: skip
         self._image_changed = asyncio.Event()
+        self._lifecycle_wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._pending_creates: set[str] = set()
         self._alter_wake = asyncio.Event()
@@ -182,6 +183,22 @@ class ClusterLink:
         ):
             self._tasks.append(asyncio.create_task(coro))
 
+    async def controlled_shutdown(self) -> bool:
+        """Ask the controller to move our leaderships away and wait (serving meanwhile) until
+        it lets us go, at most CONTROLLED_SHUTDOWN_MS (broker_lifecycle.py). True if granted."""
+        lc = self.lifecycle
+        lc.begin_controlled_shutdown()
+        self._lifecycle_wake.set()
+        deadline = monotonic_ms() + CONTROLLED_SHUTDOWN_MS
+        while not lc.may_shut_down and monotonic_ms() < deadline:
+            await asyncio.sleep(LIFECYCLE_TICK_MS / 1000)
+        if lc.may_shut_down:
+            log.info("controlled shutdown granted: leaderships moved")
+        else:
+            log.warning("controlled shutdown not granted within %d ms (%s): stopping anyway",
+                        CONTROLLED_SHUTDOWN_MS, lc.last_error or lc.state.value)  # fmt: skip
+        return lc.may_shut_down
+
     async def stop(self) -> None:
         await cancel_and_wait([*self._tasks, *self._alter_sends])
         for c in (self._meta_client, self._hb_client, self._rpc_client):
@@ -203,7 +220,11 @@ class ClusterLink:
             now = clock()
             body = lc.next_request(now, self.loader.image.offset)
             if body is None:
-                await asyncio.sleep(max(lc.next_send_ms - now, LIFECYCLE_TICK_MS) / 1000)
+                # Woken early by controlled_shutdown(): its first heartbeat goes at once.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._lifecycle_wake.wait(),
+                                           max(lc.next_send_ms - now, LIFECYCLE_TICK_MS) / 1000)
+                self._lifecycle_wake.clear()
                 continue
             before = (lc.state, lc.broker_epoch)
             try:

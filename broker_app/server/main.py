@@ -9,7 +9,9 @@ With --controller HOST:PORT the broker joins a cluster instead of leading everyt
 ClusterLink registers/heartbeats/applies the metadata log, ReplicaFetcherManager runs the replica
 fetchers, a 100 ms timer runs ReplicaManager.tick (ISR shrink, acks=all expiry). --admin-port
 serves GET /state (broker_app/admin). --flush interval fsyncs every --flush-interval-ms.
-SIGTERM/SIGINT: stop listening, close connections, LogManager.shutdown() (flush, checkpoints,
+SIGTERM/SIGINT: in cluster mode first a controlled shutdown (the controller moves our leaderships
+while we serve, at most 3 s; broker_lifecycle.py), then stop listening, close connections,
+LogManager.shutdown() (flush, checkpoints,
 clean-shutdown marker), exit 0; obeyed even when the event loop is hogged, and a shutdown that
 overruns liveness.HARD_EXIT_S ends the process hard (exit 3). Event-loop lag is measured every
 100 ms and served in /state as event_loop_lag_ms (liveness.LoopLag).
@@ -46,7 +48,9 @@ from broker_app.server.liveness import LoopLag, ShutdownGuard, run_lag_monitor
 log = logging.getLogger("broker_app.server")
 
 HW_CHECKPOINT_INTERVAL_S = 5.0
-CLEAN_STOP_S = 5.0  # tasks, connections, fetchers; then the logs are flushed regardless
+# tasks, connections, fetchers; then the logs are flushed regardless. With the controlled
+# shutdown's wait (broker_lifecycle.CONTROLLED_SHUTDOWN_MS) within liveness.HARD_EXIT_S.
+CLEAN_STOP_S = 4.0
 ROLL_FLUSH_CHECK_S = 1.0  # other policies: how often rolled segments are flushed (off the loop)
 
 
@@ -367,6 +371,10 @@ async def serve(config: BrokerConfig) -> None:
     try:
         await stop.wait()
         log.info("shutting down")
+        if link is not None:
+            # Kafka's controlled shutdown: leaderships move while we still serve, so clients
+            # learn the new leader from us instead of timing out against a dead one.
+            await link.controlled_shutdown()
     finally:
         try:
             await asyncio.wait_for(stop_everything(), CLEAN_STOP_S)

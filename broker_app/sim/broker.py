@@ -12,7 +12,8 @@ What is the broker's own code and what is the simulator's edge:
   ReplicaManager.tick every 100 ms, HW checkpoint every 5 s, heartbeats as BrokerLifecycle
   says, metadata long-poll, AlterPartition sends as AlterPartitionManager schedules them,
   a fetcher round as FetchPacer allows.
-`stop()` is SIGTERM (flush, checkpoints, clean-shutdown marker); `kill()` is SIGKILL (the page
+`stop()` is SIGTERM (controlled shutdown, then flush, checkpoints, clean-shutdown marker);
+`kill()` is SIGKILL (the page
 cache survives: nothing lost); `disk.crash()` afterwards is the power loss.
 Not modelled: the group coordinator's timers (groups are not part of sim workloads), disk
 stalls, the interval flush policy's background thread timing (flushes run inline).
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from broker_app.config import BrokerConfig
-from broker_app.controller.broker_lifecycle import BrokerLifecycle
+from broker_app.controller.broker_lifecycle import CONTROLLED_SHUTDOWN_MS, BrokerLifecycle
 from broker_app.metadata import MetadataLoader
 from broker_app.metadata.image import MetadataImage
 from broker_app.metadata.records import MetadataRecordError
@@ -103,6 +104,9 @@ class SimBroker:
         self._fetcher_of: dict[tuple[str, int], int] = {}
         self._alter_timer: Timer | None = None
         self._metadata_attempt = 0
+        self._lifecycle_timer: Timer | None = None
+        self._stop_deadline_ms: int | None = None  # set while a controlled shutdown runs
+        self._after_stop: list[Callable[[], None]] = []
 
     # --- what KafkaApis asks of its cluster link -------------------------------------------
 
@@ -151,6 +155,8 @@ class SimBroker:
         self._fetcher_of = {}
         self._alter_timer = None
         self._metadata_attempt = 0
+        self._lifecycle_timer = None
+        self._stop_deadline_ms = None
         self.process.every(TICK_MS, rm.tick)
         self.process.every(HW_CHECKPOINT_MS, store.checkpoint_high_watermarks)
         if cfg.flush == "interval":
@@ -163,12 +169,55 @@ class SimBroker:
         self.process.kill()
         self.replica_manager = None
         self.apis = None
+        self._stop_deadline_ms = None
+        queued, self._after_stop = self._after_stop, []
+        for fn in queued:
+            self.loop.call_later(0, fn)
 
     def stop(self) -> None:
-        """SIGTERM: flush, checkpoints and the clean-shutdown marker, then gone."""
-        if self.process.up and self.lifecycle is not None:
-            self.store.shutdown(self.lifecycle.broker_epoch)
+        """SIGTERM: a controlled shutdown as server/main.py does it (keep serving while the
+        controller moves our leaderships, at most CONTROLLED_SHUTDOWN_MS), then flush,
+        checkpoints and the clean-shutdown marker, and gone. `stopping` until then; what
+        `after_stop` queued runs once the process is down."""
+        if not self.process.up or self._stop_deadline_ms is not None:
+            return
+        lc = self.lifecycle
+        assert lc is not None
+        self._stop_deadline_ms = self.loop.now_ms + CONTROLLED_SHUTDOWN_MS
+        if lc.may_shut_down:  # never registered: nothing to ask the controller
+            self._await_shutdown_grant()
+            return
+        lc.begin_controlled_shutdown()
+        if self._lifecycle_timer is not None:  # the first request to shut down goes at once
+            self._lifecycle_timer.cancel()
+            self._lifecycle_timer = None
+            self._lifecycle_step()
+        self._await_shutdown_grant()
+
+    def _await_shutdown_grant(self) -> None:
+        lc = self.lifecycle
+        assert lc is not None and self._stop_deadline_ms is not None
+        if not lc.may_shut_down and self.loop.now_ms < self._stop_deadline_ms:
+            self.process.call_later(LIFECYCLE_TICK_MS, self._await_shutdown_grant)
+            return
+        if not lc.may_shut_down:
+            log.info("%s: controlled shutdown not granted in %d ms: stopping anyway",
+                     self.name, CONTROLLED_SHUTDOWN_MS)  # fmt: skip
+        self.store.shutdown(lc.broker_epoch)
+        self.net.reset_node(self.name)
         self.kill()
+
+    @property
+    def stopping(self) -> bool:
+        """SIGTERMed, still in its controlled shutdown."""
+        return self._stop_deadline_ms is not None and self.process.up
+
+    def after_stop(self, fn: Callable[[], None]) -> None:
+        """Run fn once the process is down (at once if it is)."""
+        if self.stopping:
+            self._after_stop.append(fn)
+        else:
+            fn()
 
     @property
     def controller(self) -> str:
@@ -191,10 +240,11 @@ class SimBroker:
         lc = self.lifecycle
         assert lc is not None
         now = self.loop.now_ms
+        self._lifecycle_timer = None
         body = lc.next_request(now, self.loader.image.offset)
         if body is None:
-            self.process.call_later(max(lc.next_send_ms - now, LIFECYCLE_TICK_MS),
-                                    self._lifecycle_step)  # fmt: skip
+            self._lifecycle_timer = self.process.call_later(
+                max(lc.next_send_ms - now, LIFECYCLE_TICK_MS), self._lifecycle_step)
             return
 
         def ok(resp: Any) -> None:

@@ -5,7 +5,8 @@ The fault primitives the plan actions map onto (harness/sim/nemesis.py), by node
 - cut(a, b) / heal(): both directions of a link, or every network fault;
 - latency(src, dst, ms, jitter): one direction;
 - kill(node, lose_unsynced): SIGKILL; with lose_unsynced also a power loss of its disk (every
-  batch not fsynced is gone); stop(node): SIGTERM (clean shutdown); start(node);
+  batch not fsynced is gone); stop(node): SIGTERM (a broker's controlled shutdown, then its
+  clean shutdown); start(node);
 - pause(node) / resume(node): SIGSTOP / SIGCONT;
 - disk_sync(node): the kernel writing a broker's dirty pages out.
 """
@@ -124,17 +125,23 @@ class SimCluster:
         return dropped
 
     def stop(self, name: str) -> None:
-        self.net.reset_node(name)
+        """SIGTERM. A broker goes through its controlled shutdown first (it is `stopping`
+        until the controller lets it go, SimBroker.stop)."""
         b = self.broker(name)
         if b is None:
             # SimController's log is durable on every batch: a stop is a kill. A quorum
             # voter's stop is a kill too (Deviation: no graceful resign/EndQuorumEpoch).
+            self.net.reset_node(name)
             self.controllers[name].kill()
         else:
             b.stop()
 
     def start_node(self, name: str) -> None:
+        """Start `name`; a broker still in its controlled shutdown starts once it is down."""
         b = self.broker(name)
+        if b is not None and b.stopping:
+            b.after_stop(lambda: self.start_node(name))
+            return
         target = self.controllers[name] if b is None else b
         if not target.process.up:
             self.net.new_streams(name)
@@ -159,5 +166,6 @@ class SimCluster:
             p = self.process(name)
             if p.paused:
                 p.resume()
-            if not p.up:
+            b = self.broker(name)
+            if not p.up or (b is not None and b.stopping):
                 self.start_node(name)

@@ -109,7 +109,8 @@ _ACTIONS = [
                undo="start", random=True,
                params={"lose_unsynced": Param("bool", default=False,
                                               help="drop writes not yet fsynced")}),
-    ActionSpec("stop", "process", "SIGTERM the target", target=True, duration="optional",
+    ActionSpec("stop", "process", "SIGTERM the target (a broker's controlled shutdown: its "
+               "leaderships move before it exits)", target=True, duration="optional",
                undo="start", random=True),
     ActionSpec("start", "process", "start the target", target=True),
     ActionSpec("restart", "process", "stop (TERM or KILL) then start the target", target=True,

@@ -144,13 +144,43 @@ def test_restart_of_a_leader_reregisters_fenced_and_loses_leadership(cluster):
     assert reg.leader == 2 and reg.isr == (2, 3)
 
 
-def test_controlled_shutdown_moves_leadership_and_says_shut_down(cluster):
+def test_controlled_shutdown_moves_leadership_then_waits_for_the_others_to_learn_it(cluster):
+    # Kafka's BrokerHeartbeatManager: SHUTDOWN_NOW only once every active broker's metadata
+    # offset reached the batch that moved the leaderships (controlledShutdownOffset).
     cluster.create("t", 3, 3)
-    resp, _ = cluster.heartbeat(2, want_shutdown=True)
-    assert resp.should_shutdown and resp.is_fenced
+    before = cluster.controller.image.offset
+    resp, recs = cluster.heartbeat(2, want_shutdown=True)
+    assert recs and resp.is_fenced and not resp.should_shutdown
     for p in range(3):
         reg = cluster.part("t", p)
         assert reg.leader != 2 and 2 not in reg.isr
+    cluster.heartbeat(1)  # broker 1 has the moved leaderships, broker 3 not yet
+    cluster.heartbeat(3, offset=before)
+    resp, recs = cluster.heartbeat(2, want_shutdown=True)
+    assert not resp.should_shutdown and recs == []
+    cluster.heartbeat(3)
+    resp, _ = cluster.heartbeat(2, want_shutdown=True)
+    assert resp.should_shutdown
+
+
+def test_controlled_shutdown_of_a_broker_that_leads_nothing_is_granted_at_once(cluster):
+    cluster.create("t", 1, 3)
+    follower = cluster.part("t").replicas[2]
+    resp, recs = cluster.heartbeat(follower, want_shutdown=True)
+    assert resp.should_shutdown and follower not in cluster.part("t").isr and recs
+
+
+def test_controlled_shutdown_of_a_sole_replica_leaves_its_partition_leaderless(cluster):
+    # No other replica may lead: the partition goes leaderless (Kafka elects among active
+    # brokers only), so the shutdown is not held back forever.
+    cluster.create("solo", 1, 1)
+    owner = cluster.part("solo").leader
+    cluster.heartbeat_all(1, 2, 3)
+    resp, _ = cluster.heartbeat(owner, want_shutdown=True)
+    assert cluster.part("solo").leader == -1
+    cluster.heartbeat_all(*(b for b in (1, 2, 3) if b != owner))
+    resp, _ = cluster.heartbeat(owner, want_shutdown=True)
+    assert resp.should_shutdown
 
 
 # --- topics ------------------------------------------------------------------------------

@@ -1,0 +1,68 @@
+"""Controlled shutdown on real processes (issue 27 item 1, Kafka's BrokerServer.shutdown): the
+leader of a partition under idempotent acks=all load gets SIGTERM. It asks the controller to
+move its leadership, becomes a follower while it still serves (so clients learn the new leader
+from it), and exits cleanly only once the controller lets it go; every send the producer
+made is acknowledged, none times out with an unknown outcome."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from procutil import stop_process
+
+from .helpers import create_topic, wait_until
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _produce(bootstrap: str, stop: threading.Event, outcomes: dict[str, int]) -> None:
+    p = Producer({
+        "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+        "linger.ms": 5, "message.timeout.ms": 6_000,
+    })  # fmt: skip
+
+    def done(err: Any, _msg: Any) -> None:
+        key = "ok" if err is None else err.name()
+        outcomes[key] = outcomes.get(key, 0) + 1
+
+    while not stop.is_set():
+        p.produce("cs", b"v", partition=0, on_delivery=done)
+        p.poll(0.005)
+    p.flush(20)
+
+
+def test_sigterm_moves_the_leadership_before_the_leader_exits(cluster) -> None:
+    create_topic(cluster.bootstrap, "cs", rf=3, config={"min.insync.replicas": "2"})
+    ctl = cluster.controller
+
+    def partition() -> dict[str, Any]:
+        return ctl.state()["image"]["topics"]["cs"]["partitions"]["0"]
+
+    wait_until(lambda: partition()["leader"] >= 0 and len(partition()["isr"]) == 3, 30,
+               "cs-0 led with a full ISR")  # fmt: skip
+    old = partition()["leader"]
+    outcomes: dict[str, int] = {}
+    stop = threading.Event()
+    producer = threading.Thread(target=_produce, args=(cluster.bootstrap, stop, outcomes))
+    producer.start()
+    try:
+        wait_until(lambda: outcomes.get("ok", 0) >= 500, 60, "500 sends acknowledged")
+        leader = cluster.brokers[old]
+        assert stop_process(leader.proc, signal.SIGTERM) == 0, leader.log()[-3000:]
+        log = leader.log()
+        assert "controlled shutdown granted" in log, log[-3000:]
+        # It learned it was a follower (the metadata moved its leadership) before it stopped.
+        became_follower = log.find("cs-0: follower of")
+        assert 0 <= became_follower < log.index("controlled shutdown granted"), log[-3000:]
+        assert partition()["leader"] not in (old, -1)
+        acked_at_stop = outcomes.get("ok", 0)
+        wait_until(lambda: outcomes.get("ok", 0) >= acked_at_stop + 200, 30,
+                   "200 more sends acknowledged by the new leader")  # fmt: skip
+    finally:
+        stop.set()
+        producer.join(timeout=60)
+    assert set(outcomes) == {"ok"}, outcomes  # no timeout, no unknown outcome
