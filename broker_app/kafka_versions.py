@@ -18,7 +18,8 @@ Contract:
   KafkaVersionError naming the known ones.
 - Not switches (always on here, whatever the version): KIP-320 leader-epoch fencing of
   fetches, KIP-841's ISR rules, controlled shutdown on SIGTERM (controlled.shutdown.enable's
-  default since 0.8.2; broker_lifecycle.py). The Raft vote switch (`raft-vote-log-check`) and the
+  default since 0.8.2; broker_lifecycle.py), clients answered only after the first unfence
+  (KRaft's start-up order). The Raft vote switch (`raft-vote-log-check`) and the
   controller activation switch (`controller-activation: on-election`, L11) are hypothetical
   bugs, in no release, and therefore not in this table either. Consumers never read
   past the HW in any Kafka release; `consumer-visibility: log-end` (L5) is a hypothetical

@@ -14,6 +14,10 @@ only to a new incarnation, so a retried registration is idempotent). Heartbeats 
 heartbeat_interval_ms (broker.heartbeat.interval.ms); while fenced every retry_backoff_ms, so
 unfencing does not wait a whole interval; failures retry after retry_backoff_ms.
 
+Start-up (Kafka's BrokerServer.startup): the runtime answers no client request before
+`ready_to_serve` (unfenced once); requests that arrive earlier wait, as connections wait in the
+listen backlog of a Kafka broker whose acceptors are not started yet.
+
 Controlled shutdown (Kafka's BrokerServer.shutdown): on SIGTERM the runtime calls
 `begin_controlled_shutdown()` and keeps serving; heartbeats then ask to shut down, the
 controller moves the broker's leaderships and ISR memberships away and answers
@@ -76,6 +80,7 @@ class BrokerLifecycle:
         self.last_error: str | None = None
         self._next_send_ms = 0
         self._in_flight: str | None = None
+        self._served = False
 
     @property
     def next_send_ms(self) -> int:
@@ -85,6 +90,14 @@ class BrokerLifecycle:
     @property
     def is_fenced(self) -> bool:
         return self.state is not BrokerState.RUNNING
+
+    @property
+    def ready_to_serve(self) -> bool:
+        """Unfenced at least once since this process started: Kafka's BrokerServer opens its
+        client listener only then (after the controller acknowledged it caught up and
+        unfenced it), so no client reads metadata or data from a broker still replaying the
+        metadata log. Later fencing does not close it again."""
+        return self._served
 
     @property
     def may_shut_down(self) -> bool:
@@ -168,6 +181,7 @@ class BrokerLifecycle:
                 self.state = BrokerState.SHUTTING_DOWN
         else:
             self.state = BrokerState.RECOVERY if response.is_fenced else BrokerState.RUNNING
+            self._served = self._served or self.state is BrokerState.RUNNING
         fast = self.state is not BrokerState.RUNNING
         self._next_send_ms = now_ms + (
             self.retry_backoff_ms if fast else self.heartbeat_interval_ms

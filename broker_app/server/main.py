@@ -5,7 +5,8 @@ log (LogManager recovers after an unclean stop), host each partition as leader, 
 Every 5 s the high watermarks are checkpointed (replica.high.watermark.checkpoint.interval.ms).
 Background fsyncs (HW checkpoint, interval flush, rolled segments) run in LogFlusher's worker
 thread, so a stalled disk slows them but not heartbeats or fetches (server/log_flusher.py).
-With --controller HOST:PORT the broker joins a cluster instead of leading everything alone:
+With --controller HOST:PORT the broker joins a cluster instead of leading everything alone
+(and answers clients only once the controller first unfenced it, as Kafka's KRaft brokers do):
 ClusterLink registers/heartbeats/applies the metadata log, ReplicaFetcherManager runs the replica
 fetchers, a 100 ms timer runs ReplicaManager.tick (ISR shrink, acks=all expiry). --admin-port
 serves GET /state (broker_app/admin). --flush interval fsyncs every --flush-interval-ms.
@@ -277,6 +278,10 @@ async def serve(config: BrokerConfig) -> None:
         connections_max_idle_ms=config.connections_max_idle_ms,
     )
     server = SocketServer(apis, config.host, config.port, config.max_frame_bytes, limits)
+    if apis.cluster is not None:
+        # Kafka opens the client listener once the broker is unfenced (BrokerServer.startup):
+        # until then connections are accepted and wait (broker_lifecycle.ready_to_serve).
+        server.serving.clear()
     await server.start()
     stop = asyncio.Event()
     # signal.signal handlers (not loop.add_signal_handler) run even if the loop is hogged; a
@@ -320,6 +325,14 @@ async def serve(config: BrokerConfig) -> None:
             config.request_timeout_ms,
         )
         link.start()
+
+        async def serve_once_unfenced() -> None:
+            while not link.lifecycle.ready_to_serve:
+                await asyncio.sleep(0.01)
+            log.info("unfenced: serving clients")
+            server.serving.set()
+
+        tasks.append(asyncio.create_task(serve_once_unfenced()))
 
     async def tick_loop() -> None:
         while True:

@@ -59,6 +59,10 @@ class SocketServer:
         self.rejects = RejectLog(log)
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        # Cleared by a cluster broker until it is first unfenced (broker_lifecycle.py): a
+        # connection is accepted but nothing it sends is read before.
+        self.serving = asyncio.Event()
+        self.serving.set()
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(
@@ -86,6 +90,7 @@ class SocketServer:
             return
         self._connections.add(task)
         try:
+            await self.serving.wait()
             await self._serve(reader, writer, peer)
         except (ConnectionError, asyncio.IncompleteReadError) as e:
             log.debug("connection %s: %s", peer, e)

@@ -63,6 +63,7 @@ TICK_MS = 100  # server/main.py's ReplicaManager.tick timer
 HW_CHECKPOINT_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
 LIFECYCLE_RETRY_BACKOFF_MS = 250  # cluster_link.py's
 LIFECYCLE_TICK_MS = 10
+BACKLOG = 1024  # requests held before the first unfence (a listen backlog's worth)
 
 
 class ConnectionClosed:
@@ -106,6 +107,7 @@ class SimBroker:
         self._metadata_attempt = 0
         self._lifecycle_timer: Timer | None = None
         self._stop_deadline_ms: int | None = None  # set while a controlled shutdown runs
+        self._backlog: list[tuple[str, Any, Callable[[Any], None]]] = []
         self._after_stop: list[Callable[[], None]] = []
 
     # --- what KafkaApis asks of its cluster link -------------------------------------------
@@ -157,6 +159,7 @@ class SimBroker:
         self._metadata_attempt = 0
         self._lifecycle_timer = None
         self._stop_deadline_ms = None
+        self._backlog = []
         self.process.every(TICK_MS, rm.tick)
         self.process.every(HW_CHECKPOINT_MS, store.checkpoint_high_watermarks)
         if cfg.flush == "interval":
@@ -250,6 +253,10 @@ class SimBroker:
         def ok(resp: Any) -> None:
             lc.on_response(resp, self.loop.now_ms)
             self._check_controller(resp)
+            if lc.ready_to_serve and self._backlog:
+                waiting, self._backlog = self._backlog, []
+                for args in waiting:
+                    self.process.call_later(0, lambda args=args: self.handle(*args))
             self._lifecycle_step()
 
         def failed(reason: str) -> None:
@@ -354,6 +361,13 @@ class SimBroker:
     # --- requests from clients and peers -----------------------------------------------------
 
     def handle(self, src: str, body: Any, reply: Callable[[Any], None]) -> None:
+        lc = self.lifecycle
+        if lc is not None and not lc.ready_to_serve:
+            # Not unfenced yet: the request waits, as in a Kafka broker's listen backlog
+            # (server/network.py's `serving`); a full backlog drops it (the client times out).
+            if len(self._backlog) < BACKLOG:
+                self._backlog.append((src, body, reply))
+            return
         assert self.apis is not None
         request = Request(body.__api_key__, body.__version__, 0, src, body)
         result = self.apis.handle(request)

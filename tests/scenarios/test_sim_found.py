@@ -27,7 +27,7 @@ CASES = [
     ("targeted-nostrict-minimal.yaml", 7, "uncommitted-read", {"cluster.kafka_version": "3.7"}),
     ("targeted-kip101-minimal.yaml", 112, "diverged-offsets",
      {"cluster.switches.truncation": "kip-279"}),
-    ("targeted-hwtrunc-minimal.yaml", 1, "lost-write",
+    ("targeted-hwtrunc-minimal.yaml", 9, "lost-write",
      {"cluster.switches.truncation": "kip-279"}),
     ("targeted-logend-minimal.yaml", 1, "uncommitted-read",
      {"cluster.switches.consumer-visibility": "high-watermark"}),

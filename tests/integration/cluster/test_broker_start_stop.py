@@ -1,12 +1,16 @@
-"""Controlled shutdown on real processes (issue 27 item 1, Kafka's BrokerServer.shutdown): the
-leader of a partition under idempotent acks=all load gets SIGTERM. It asks the controller to
-move its leadership, becomes a follower while it still serves (so clients learn the new leader
-from it), and exits cleanly only once the controller lets it go; every send the producer
-made is acknowledged, none times out with an unknown outcome."""
+"""A broker's stop and start on real processes, as Kafka's BrokerServer does them (issue 27).
+
+Controlled shutdown (item 1): the leader of a partition under idempotent acks=all load gets
+SIGTERM. It asks the controller to move its leadership, becomes a follower while it still
+serves (so clients learn the new leader from it), and exits cleanly only once the controller
+lets it go; every send the producer made is acknowledged, none times out with an unknown
+outcome. Start-up (item 7): a restarted broker accepts connections but answers nothing before
+the controller has unfenced it."""
 
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 from typing import Any
 
@@ -14,6 +18,10 @@ import pytest
 from confluent_kafka import Producer
 from procutil import stop_process
 
+from broker_app.protocol.codec import request_class
+from broker_app.protocol.entities import build
+
+from ..rawclient import RawClient
 from .helpers import create_topic, wait_until
 
 pytestmark = pytest.mark.timeout(180)
@@ -66,3 +74,22 @@ def test_sigterm_moves_the_leadership_before_the_leader_exits(cluster) -> None:
         stop.set()
         producer.join(timeout=60)
     assert set(outcomes) == {"ok"}, outcomes  # no timeout, no unknown outcome
+
+
+def test_a_restarted_broker_answers_nothing_before_it_is_unfenced(cluster) -> None:
+    broker = cluster.brokers[3]
+    cluster.controller.stop()
+    broker.stop()  # the controller is gone: the controlled shutdown gives up after 3 s
+    broker.start()  # listening, but it cannot register
+    api_versions = build(request_class(18, 3), {"client_software_name": "t",
+                                                "client_software_version": "1"})  # fmt: skip
+    with RawClient(broker.port, timeout=2) as early:
+        early.send(api_versions)
+        with pytest.raises(socket.timeout):
+            early.recv_payload()  # accepted, not answered: the broker is not unfenced
+        cluster.controller.start()
+        early.sock.settimeout(30)
+        corr, resp = early.recv(18, 3)  # the same request, answered once unfenced
+        assert corr == 1 and int(resp.error_code) == 0
+    assert not broker.state()["fenced"]
+    assert "unfenced: serving clients" in broker.log()

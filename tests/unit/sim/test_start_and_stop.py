@@ -1,6 +1,7 @@
-"""Controlled shutdown on the simulator (issue 27 item 1, Kafka's BrokerServer.shutdown): a
-SIGTERMed broker asks the controller to move its leaderships, keeps serving until the other
-brokers know the new leaders, then stops cleanly; `kill` stays a crash."""
+"""A broker's start and stop on the simulator as Kafka's BrokerServer does them (issue 27).
+Controlled shutdown (item 1): a SIGTERMed broker asks the controller to move its leaderships,
+keeps serving until the other brokers know the new leaders, then stops cleanly; `kill` stays a
+crash. Start-up (item 7): clients are answered only once the broker was unfenced."""
 
 from __future__ import annotations
 
@@ -94,3 +95,33 @@ def test_stopping_the_leader_under_load_leaves_no_send_unknown(tmp_path: Path) -
     crashed = simulate(crashed_plan, steps_for(crashed_plan, 1), 1, tmp_path / "kill")
     assert crashed.results["stats"]["info"] > 0, crashed.results["stats"]
     assert crashed.results["stats"]["acked"] < stats["acked"]
+
+
+def test_a_restarted_broker_answers_clients_only_once_unfenced() -> None:
+    # Kafka's BrokerServer.startup opens the client listener after the first unfence; a
+    # request sent earlier waits (listen backlog) and is answered then (issue 27 item 7).
+    from broker_app.protocol.codec import request_class
+    from broker_app.protocol.entities import build
+    from broker_app.sim.cluster import CLIENT
+
+    cluster = _started()
+    broker = cluster.brokers[2]
+    cluster.kill("broker-2")
+    cluster.start_node("broker-2")
+    body = build(request_class(3, 12), {
+        "topics": None, "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False,
+    })  # fmt: skip
+    answered: list[tuple[int, bool]] = []
+
+    def ok(_resp: object) -> None:
+        assert broker.lifecycle is not None
+        answered.append((cluster.loop.now_ms, broker.lifecycle.ready_to_serve))
+
+    cluster.net.rpc(CLIENT, "broker-2", body, ok, lambda why: answered.append((-1, False)),
+                    10_000)  # fmt: skip
+    sent = cluster.loop.now_ms
+    cluster.loop.run_until(sent + 5_000)
+    assert len(answered) == 1 and answered[0][1], answered  # answered, and only once unfenced
+    assert answered[0][0] > sent
+    assert broker.lifecycle is not None and broker.lifecycle.state is BrokerState.RUNNING
