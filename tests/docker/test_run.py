@@ -106,20 +106,6 @@ def test_leader_kill_under_acks_all_is_valid_and_shows_leader_changes(
     assert html.count('<g class="leader-change"') >= 3  # epoch 0, then one marker per kill
 
 
-def test_acks1_partition_loses_acknowledged_writes_as_expected(
-        cluster_images: dict[str, str], run_id_factory, tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    proc = _run([str(PLANS / "acks1-partition.yaml"), "--duration", "40", "--store", str(store),
-                 "--run-id", run_id_factory("run-acks1")])
-    assert proc.returncode == 0, _explain(proc)
-    run = _only_run(store)
-    results = json.loads((run / "results.json").read_text())
-    assert results["verdict"] == "as-expected"
-    assert results["stats"]["lost_by_acks"]["1"] > 0, results["stats"]
-    assert results["stats"]["lost_by_acks"]["all"] == 0
-    assert results["anomalies"]["lost-write"]["count"] > 0
-
-
 def test_bad_plan_exits_2_with_file_line_and_starts_nothing(
         run_id_factory, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
