@@ -46,7 +46,6 @@ from harness.store.history import HistoryWriter
 # The broker rejects before appending (Kafka's ReplicaManager/Log checks precede the append).
 BROKER_REJECTED_BEFORE_APPEND = frozenset({
     "NOT_ENOUGH_REPLICAS",  # min.insync.replicas checked before the append
-    "NOT_LEADER_FOR_PARTITION",  # a.k.a. NOT_LEADER_OR_FOLLOWER: this broker did not append
     "UNKNOWN_TOPIC_OR_PART",
     "LEADER_NOT_AVAILABLE",
     "FENCED_LEADER_EPOCH",
@@ -75,6 +74,12 @@ LOCAL_BEFORE_SEND = frozenset({
     "_PURGE_QUEUE",  # purged while still queued: never sent
 })
 # Everything else is `info`. Notably:
+# - NOT_LEADER_FOR_PARTITION (NOT_LEADER_OR_FOLLOWER): Kafka answers it also for an acks=all
+#   batch it appended before its leadership moved (DelayedProduce, via
+#   Partition.checkEnoughReplicasReachOffset; a controlled shutdown does exactly that), so
+#   the record may survive. librdkafka never reports it as a final error anyway: it retries
+#   it, uncounted, until message.timeout.ms (rd_kafka_handle_Produce_error, REFRESH action),
+#   which is how a non-idempotent producer with retries=0 can write a value twice.
 # - NOT_ENOUGH_REPLICAS_AFTER_APPEND: the leader DID append; the ISR shrank before acks=all
 #   was satisfied. The record may survive (and be read) or be truncated: unknown.
 # - REQUEST_TIMED_OUT: the broker's acks=all wait expired; the record is in the leader's log.

@@ -4,10 +4,12 @@ They play harness/workload.py's Workload against SimBrokers, writing the same hi
 (HISTORY.md) through the same HistoryWriter, with generator.py's pure pieces (Pacer,
 PartitionCycle, producer_jobs) and client.py's `fail`/`info` classification:
 - a producer slot has one send in flight; acks 0/1/all as the plan says. Without idempotence
-  a send is one attempt (client.py's retries=0): an error is `fail` only if the broker
-  rejected it before appending, else `info`; a timeout or lost connection after sending is
-  `info`. A connection refused before sending is retried until the delivery timeout (nothing
-  reached a broker). With idempotence the same batch (producer id, sequence) is retried every
+  a send is one attempt (client.py's retries=0) except for NOT_LEADER_OR_FOLLOWER,
+  LEADER_NOT_AVAILABLE and UNKNOWN_TOPIC_OR_PARTITION, which librdkafka retries uncounted
+  until the delivery timeout; an error is `fail` only if the broker rejected it before
+  appending, else `info`; a timeout or lost connection after sending is `info`. A
+  connection refused before sending is retried until the delivery timeout (nothing reached
+  a broker). With idempotence the same batch (producer id, sequence) is retried every
   100 ms (retry.backoff.ms) until acknowledged or the delivery timeout: then `info`. After an
   `info` the process is replaced by a new number (and a new producer id).
 - a consumer process polls every poll_interval_ms: one Fetch (max_wait 0) per leader for the
@@ -53,6 +55,12 @@ _LIBRDKAFKA_NAMES = {
 }
 _REFRESH = {Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH,
             Errors.LEADER_NOT_AVAILABLE, Errors.UNKNOWN_TOPIC_OR_PARTITION}  # fmt: skip
+# What librdkafka retries whatever `retries` says, without counting the attempt, until
+# message.timeout.ms (rd_kafka_err_action: REFRESH, "no chance of duplicate delivery"): so a
+# non-idempotent producer retries them too, and may write a value twice when Kafka answered
+# NOT_LEADER_OR_FOLLOWER for a batch it had appended (harness/client.py).
+_RETRIED_UNCOUNTED = {Errors.NOT_LEADER_OR_FOLLOWER, Errors.LEADER_NOT_AVAILABLE,
+                      Errors.UNKNOWN_TOPIC_OR_PARTITION}  # fmt: skip
 _RETRIABLE = _REFRESH | {Errors.NOT_ENOUGH_REPLICAS, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
                          Errors.REQUEST_TIMED_OUT}  # fmt: skip
 
@@ -254,7 +262,8 @@ class _Send:
         err = Errors(code) if code in Errors._value2member_map_ else None
         if err in _REFRESH:
             p.metadata.refresh()
-        if p.producer_id >= 0 and err in _RETRIABLE and ctx.loop.now_ms < self.deadline:
+        retried = err in _RETRIED_UNCOUNTED or (p.producer_id >= 0 and err in _RETRIABLE)
+        if retried and ctx.loop.now_ms < self.deadline:
             ctx.later(RETRY_BACKOFF_MS, self.attempt)
             return
         self.complete(classify(error_name(code), single_attempt=p.producer_id < 0),
