@@ -1,8 +1,10 @@
 """The scenario catalogue: every plan in chaos_plans/scenarios/ with its id, title and modes.
 
 Contract: `scenarios(dir)` loads each `L*.yaml` (sorted by number); `find(id, dir)` returns one
-or raises ScenarioError naming the known ids. A plan that does not load is a ScenarioError with
-the loader's file:line message: the catalogue never hides a broken plan.
+or raises ScenarioError naming the known ids; `find` also takes the path of a user's own plan
+with `modes:` (id: the file's stem; a plan without modes is a ScenarioError). A plan that does
+not load is a ScenarioError with the loader's file:line message: the catalogue never hides a
+broken plan.
 """
 
 from __future__ import annotations
@@ -66,6 +68,11 @@ def scenarios(directory: Path = SCENARIO_DIR) -> list[Scenario]:
 
 
 def find(scenario_id: str, directory: Path = SCENARIO_DIR) -> Scenario:
+    """A catalogue id (L1), or the path of a user's own plan with `modes:` (its id is the
+    file's stem)."""
+    given = Path(scenario_id)
+    if not _ID.match(scenario_id) and (given.suffix in (".yaml", ".yml") or given.is_file()):
+        return _from_path(given)
     path = directory / f"{scenario_id}.yaml"
     if not _ID.match(scenario_id) or not path.is_file():
         known = ", ".join(p.stem for p in sorted(directory.glob("L*.yaml"), key=_number))
@@ -74,3 +81,16 @@ def find(scenario_id: str, directory: Path = SCENARIO_DIR) -> Scenario:
         return Scenario(scenario_id, path, load_plan(path))
     except PlanError as e:
         raise ScenarioError(str(e)) from e
+
+
+def _from_path(path: Path) -> Scenario:
+    if not path.is_file():
+        raise ScenarioError(f"{path}: no such plan file")
+    try:
+        plan = load_plan(path)
+    except PlanError as e:
+        raise ScenarioError(str(e)) from e
+    if not plan.modes:
+        raise ScenarioError(f"{path}: the plan has no `modes:` (a scenario needs at least one "
+                            "mode, e.g. legacy and fixed; see chaos_plans/scenarios/README.md)")
+    return Scenario(path.stem, path, plan)

@@ -2,6 +2,7 @@
 
     highwater scenario list                       id, title, modes
     highwater scenario run L1 --mode legacy [--repeat N] [--store DIR] [--set k=v ...] [--run-id ID]
+    highwater scenario run path/to/my-plan.yaml --mode fixed     (a plan of yours with modes:)
     highwater scenario min-isr [--store DIR] [--run-id ID]
 
 `run` loads the scenario's plan with the mode's overrides (recorded as the run's --set values,
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="scenario_command", metavar="ACTION", required=True)
     sub.add_parser("list", help="the scenarios: id, title, modes")
     r = sub.add_parser("run", help="run one scenario in one mode, N times; print the rate")
-    r.add_argument("id", help="scenario id, e.g. L1")
+    r.add_argument("id", help="scenario id, e.g. L1, or the path of your own plan with modes:")
     r.add_argument("--mode", required=True, help="legacy, fixed (or another mode of the plan)")
     r.add_argument("--repeat", type=int, default=1, help="how many runs (default 1)")
     r.add_argument("--store", default="store", help="store root (default: ./store)")

@@ -76,6 +76,28 @@ def test_unknown_scenario_and_mode_are_clear_errors() -> None:
         find("L1").overrides("new")
 
 
+def test_a_users_own_plan_with_modes_is_a_scenario(tmp_path: Path, capsys) -> None:
+    from harness.cli import main
+
+    mine = tmp_path / "my-failover.yaml"
+    mine.write_text((Path(ALL[0].path)).read_text())  # L1's plan, under another name
+    sc = find(str(mine))
+    assert sc.id == "my-failover" and sc.modes == ALL[0].modes
+    plan = sc.load("legacy")
+    assert plan.name == "my-failover-legacy"
+    assert plan.cluster.emulated_version() == ALL[0].load("legacy").cluster.emulated_version()
+    # Errors name the file: no such file, no modes, an unknown mode (exit 2, nothing run).
+    with pytest.raises(ScenarioError, match=r"nope\.yaml: no such plan file"):
+        find(str(tmp_path / "nope.yaml"))
+    plain = tmp_path / "plain.yaml"
+    plain.write_text((Path(__file__).parents[2] / "chaos_plans/smoke.yaml").read_text())
+    with pytest.raises(ScenarioError, match=r"plain\.yaml: the plan has no `modes:`"):
+        find(str(plain))
+    assert main(["scenario", "run", str(mine), "--mode", "new",
+                 "--store", str(tmp_path / "store")]) == 2  # fmt: skip
+    assert "my-failover has no mode 'new'" in capsys.readouterr().err
+
+
 def test_run_ids_name_one_cluster_per_run_after_the_given_id() -> None:
     assert run_ids(None, ["1", "2"]) == [None, None]
     assert run_ids("tn-4", ["1"]) == ["tn-4"]
