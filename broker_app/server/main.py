@@ -259,7 +259,7 @@ def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
         replica_manager,
         TopicStore(config.data_dir),
         GroupApis(config, replica_manager, clock),
-        ProducerIdManager(config.data_dir),
+        ProducerIdManager(config.data_dir, config.node_id),
         cluster=cluster,
     )
     return apis, log_manager

@@ -93,3 +93,17 @@ def test_a_restarted_broker_answers_nothing_before_it_is_unfenced(cluster) -> No
         assert corr == 1 and int(resp.error_code) == 0
     assert not broker.state()["fenced"]
     assert "unfenced: serving clients" in broker.log()
+
+
+def test_producers_initialised_on_different_brokers_get_different_ids(cluster) -> None:
+    # Kafka hands out producer ids cluster-wide (KIP-730); here each broker from its own
+    # range. Before, every broker counted from 0 and two idempotent producers shared an id.
+    init = build(request_class(22, 4), {"transactional_id": None, "transaction_timeout": 60_000,
+                                        "producer_id": -1, "producer_epoch": -1})  # fmt: skip
+    ids = []
+    for broker in cluster.brokers.values():
+        with RawClient(broker.port, timeout=10) as c:
+            resp = c.request(init)
+            assert int(resp.error_code) == 0, resp
+            ids.append(int(resp.producer_id))
+    assert len(set(ids)) == len(ids), ids
