@@ -22,6 +22,7 @@ Contract:
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -33,6 +34,13 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from harness.store.history import HistoryWriter
+
+# librdkafka's own log lines (`%6|...|FAIL|...| Disconnected`) go here, not to the console: a run
+# writes them to its run dir (harness/run/main.py, clients.log); elsewhere they are dropped.
+LIBRDKAFKA_LOG = logging.getLogger("highwater.librdkafka")
+LIBRDKAFKA_LOG.propagate = False
+LIBRDKAFKA_LOG.setLevel(logging.INFO)  # whatever the root logger says: librdkafka says little
+LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
 
 # ------------------------------------------------------------------ classification
 #
@@ -178,6 +186,7 @@ class ProducerClient:
             "reconnect.backoff.max.ms": 1_000,
             "topic.metadata.refresh.interval.ms": 5_000,
             "client.id": f"highwater-producer-{process}",
+            "logger": LIBRDKAFKA_LOG,
         }
         conf.update(config or {})
         self._producer = Producer(conf)
@@ -270,6 +279,7 @@ class ConsumerClient:
             "reconnect.backoff.max.ms": 1_000,
             "topic.metadata.refresh.interval.ms": 5_000,
             "client.id": f"highwater-consumer-{process}",
+            "logger": LIBRDKAFKA_LOG,
         }
         conf.update(config or {})
         self._consumer = Consumer(conf)

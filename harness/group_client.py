@@ -61,7 +61,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from harness.client import decode_value, error_name
+from harness.client import LIBRDKAFKA_LOG, decode_value, error_name
 from harness.store.history import HistoryWriter
 
 _CGMD_MAGIC = b"CGMDv2:"
@@ -128,6 +128,7 @@ class GroupConsumerClient:
             "reconnect.backoff.max.ms": 1_000,
             "topic.metadata.refresh.interval.ms": 5_000,
             "client.id": f"highwater-member-{process}",
+            "logger": LIBRDKAFKA_LOG,
         }
         if commit == "async":
             conf["on_commit"] = self._on_commit

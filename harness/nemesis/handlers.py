@@ -373,9 +373,11 @@ def rebalance(bootstrap: str, topics: Sequence[str], brokers: Sequence[int],
     from kafka import KafkaAdminClient
     from kafka import TopicPartition as KpTopicPartition
 
+    from harness.client import LIBRDKAFKA_LOG
     from harness.nemesis.placement import propose
 
-    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=timeout_s)
+    md = AdminClient({"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG}).list_topics(
+        timeout=timeout_s)
     topics = list(topics) or sorted(t for t in md.topics if not t.startswith("__"))
     brokers = list(brokers) or sorted(md.brokers)
     current: dict[str, dict[int, list[int]]] = {}
@@ -402,9 +404,10 @@ def elect_preferred(bootstrap: str, partitions: Sequence[str] = (), timeout_s: f
     from confluent_kafka import ElectionType, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient
 
+    from harness.client import LIBRDKAFKA_LOG
     from harness.workload import parse_partition
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG})
     tps = [TopicPartition(*parse_partition(p)) for p in partitions] or None
     fut = admin.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=timeout_s)
     try:

@@ -37,6 +37,7 @@ from typing import Any
 
 EXIT_OK, EXIT_UNEXPECTED, EXIT_NOT_CARRIED_OUT = 0, 1, 2
 TOPIC_CREATE_TIMEOUT_S = 90.0
+CLIENTS_LOG = "logs/clients.log"  # librdkafka's log lines of the run's clients
 # Producers run their plan's duration; past this extra time the run stops waiting for them.
 WORKLOAD_GRACE_S = 60.0
 # After the drain, how long the brokers' and controllers' metadata images may take to agree.
@@ -186,7 +187,7 @@ class Runner:
 
     def _carry_out(self) -> None:
         from harness.checker.convergence import ConvergenceWatch
-        from harness.client import ProcessIds, drain
+        from harness.client import LIBRDKAFKA_LOG, ProcessIds, drain
         from harness.metadata_check import wait_for_agreement, with_log_check
         from harness.metadata_log_check import check_collected, wait_for_caught_up
         from harness.nemesis import Nemesis
@@ -200,6 +201,11 @@ class Runner:
 
         plan = self.plan
         history = self.run_dir.history_writer()
+        # The clients' librdkafka log lines go to the run dir, not the console's progress.
+        (self.run_dir.path / CLIENTS_LOG).parent.mkdir(parents=True, exist_ok=True)
+        clients_log = logging.FileHandler(self.run_dir.path / CLIENTS_LOG, encoding="utf-8")
+        clients_log.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        LIBRDKAFKA_LOG.addHandler(clients_log)
         # One clock for history.jsonl and states.jsonl (the report overlays them).
         states = StatesWriter(self.run_dir.states_path, start_ns=history.start_ns)
         quorum = QuorumWriter(self.run_dir.path / QUORUM_FILE, start_ns=history.start_ns)
@@ -303,6 +309,8 @@ class Runner:
             history.close()
             states.close()
             quorum.close()
+            LIBRDKAFKA_LOG.removeHandler(clients_log)
+            clients_log.close()
 
     def _wait_workload_and_faults(self, wl: Any, nemesis: Any) -> None:
         expected = self.duration or self.plan.workload.duration_s()
@@ -364,7 +372,9 @@ def create_topics(bootstrap: str, topics: Any, timeout_s: float = TOPIC_CREATE_T
     from confluent_kafka.admin import AdminClient, NewTopic
     from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    from harness.client import LIBRDKAFKA_LOG
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG})
     for t in topics:
         config = {"min.insync.replicas": str(t.min_insync_replicas), **t.configs}
 
