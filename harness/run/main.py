@@ -254,6 +254,10 @@ class Runner:
                 progress.phase = "healing"
                 wl.stop(timeout_s=60)
                 nemesis.stop(timeout_s=120)
+                # The settle window starts when the heal does, as on the simulator (whose
+                # heal_all starts nodes at one instant): restarting containers is part of
+                # recovering, not time before it.
+                t_heal = time.monotonic()
                 nemesis.heal_all()
                 progress.phase = "settling"
                 # Liveness (issue 24): every partition led, every replica in the ISR and
@@ -261,10 +265,9 @@ class Runner:
                 # `unconverged-replicas`, part of the verdict.
                 watch = ConvergenceWatch((n, t.replication_factor) for t in plan.cluster.topics
                                          for n in t.partition_names())  # fmt: skip
-                t_heal = time.monotonic()
                 settle_state = poller.wait_for(
                     lambda st: watch.observe(st, time.monotonic() - t_heal),
-                    plan.settle.timeout_s)
+                    max(0.0, plan.settle.timeout_s - (time.monotonic() - t_heal)))
                 if settle_state is None:
                     latest = poller.latest()
                     if latest is not None:
