@@ -35,6 +35,8 @@ from harness.plan.loader import load_plan, parse_plan
 from harness.plan.timing import steps_for
 from harness.sim.config import broker_configs, controller_config
 
+from .plans import started_cluster
+
 ROOT = Path(__file__).resolve().parents[3]
 TARGETED = ROOT / "chaos_plans/random-targeted.yaml"
 LIVELOCK_SEED = 301840  # issue 24's seed: a follower wedged by a stale epoch at its log end
@@ -186,17 +188,7 @@ def test_a_constructed_violation_names_the_event_the_time_and_the_state(
 
 
 def _started_cluster(overrides: dict[str, str] | None = None) -> SimCluster:
-    """A plan's cluster, started, with its topic created and led (no workload)."""
-    from broker_app.controller.messages import NewTopic
-
-    plan = parse_plan(CALM, "calm.yaml", overrides)
-    ctl_config, tick_ms = controller_config(plan.cluster)
-    cluster = SimCluster(7, broker_configs(plan.cluster), ctl_config, tick_interval_ms=tick_ms)
-    cluster.start()
-    cluster.loop.run_until(3_000)
-    cluster.controller.create_topics([NewTopic("t", 1, 3, None, {"min.insync.replicas": "2"})])
-    cluster.loop.run_until(6_000)
-    return cluster
+    return started_cluster(CALM, 7, overrides)
 
 
 def _fence(cluster: SimCluster, isr: tuple[int, ...]) -> int:

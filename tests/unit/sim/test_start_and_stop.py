@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker_app.controller.broker_lifecycle import CONTROLLED_SHUTDOWN_MS, BrokerState
-from broker_app.controller.messages import NewTopic
 from broker_app.sim.cluster import SimCluster
-from harness.plan.loader import load_plan, parse_plan
+from harness.plan.loader import load_plan
 from harness.plan.timing import steps_for
-from harness.sim.config import broker_configs, controller_config
 from harness.sim.run import simulate
+
+from .plans import started_cluster
 
 ROOT = Path(__file__).resolve().parents[3]
 STOP_LEADER = ROOT / "tests/fixtures/plans/stop-leader.yaml"
@@ -32,14 +32,7 @@ expected: {lost-write: "== 0"}
 
 
 def _started() -> SimCluster:
-    plan = parse_plan(QUIET, "quiet.yaml")
-    ctl_config, tick_ms = controller_config(plan.cluster)
-    cluster = SimCluster(3, broker_configs(plan.cluster), ctl_config, tick_interval_ms=tick_ms)
-    cluster.start()
-    cluster.loop.run_until(3_000)
-    cluster.controller.create_topics([NewTopic("t", 1, 3, None, {"min.insync.replicas": "2"})])
-    cluster.loop.run_until(6_000)
-    return cluster
+    return started_cluster(QUIET, 3)
 
 
 def _leader(cluster: SimCluster) -> int:
