@@ -22,9 +22,10 @@ Controlled shutdown (Kafka's BrokerServer.shutdown): on SIGTERM the runtime call
 `begin_controlled_shutdown()` and keeps serving; heartbeats then ask to shut down, the
 controller moves the broker's leaderships and ISR memberships away and answers
 should_shut_down once the other brokers have learned of it; the state becomes SHUTTING_DOWN and
-the runtime goes on with the clean stop. The runtime waits at most CONTROLLED_SHUTDOWN_MS for
-that (Kafka waits up to the shutdown's own deadline, minutes; ours must fit in docker stop's
-10 s grace with the clean stop after it), then stops anyway, as Kafka does on its timeout.
+the runtime goes on with the clean stop once `stop_now(now_ms)`. It waits at most
+CONTROLLED_SHUTDOWN_MS for that (Kafka waits up to the shutdown's own deadline, minutes; ours
+must fit in docker stop's 10 s grace with the clean stop after it), then stops anyway, as
+Kafka does on its timeout.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class BrokerLifecycle:
         self._next_send_ms = 0
         self._in_flight: str | None = None
         self._served = False
+        self._shutdown_deadline_ms: int | None = None
 
     @property
     def next_send_ms(self) -> int:
@@ -105,10 +107,20 @@ class BrokerLifecycle:
         the broker never registered)."""
         return self.state is BrokerState.SHUTTING_DOWN or self.broker_epoch < 0
 
-    def begin_controlled_shutdown(self) -> None:
-        if self.state is not BrokerState.SHUTTING_DOWN:
+    def begin_controlled_shutdown(self, now_ms: int = 0) -> None:
+        """SIGTERM: ask to shut down from the next heartbeat on; `stop_now` says when the
+        runtime goes on with its clean stop."""
+        if self._shutdown_deadline_ms is None:
+            self._shutdown_deadline_ms = now_ms + CONTROLLED_SHUTDOWN_MS
+        if self.state is not BrokerState.SHUTTING_DOWN and self.broker_epoch >= 0:
             self.state = BrokerState.PENDING_CONTROLLED_SHUTDOWN
             self._next_send_ms = 0
+
+    def stop_now(self, now_ms: int) -> bool:
+        """After begin_controlled_shutdown: granted, nothing to ask, or CONTROLLED_SHUTDOWN_MS
+        passed without a grant (Kafka stops anyway on its timeout too)."""
+        deadline = self._shutdown_deadline_ms
+        return self.may_shut_down or (deadline is not None and now_ms >= deadline)
 
     def next_request(self, now_ms: int, metadata_offset: int) -> Any | None:
         if self._in_flight or now_ms < self._next_send_ms:

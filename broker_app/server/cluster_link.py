@@ -187,10 +187,9 @@ class ClusterLink:
         """Ask the controller to move our leaderships away and wait (serving meanwhile) until
         it lets us go, at most CONTROLLED_SHUTDOWN_MS (broker_lifecycle.py). True if granted."""
         lc = self.lifecycle
-        lc.begin_controlled_shutdown()
+        lc.begin_controlled_shutdown(monotonic_ms())
         self._lifecycle_wake.set()
-        deadline = monotonic_ms() + CONTROLLED_SHUTDOWN_MS
-        while not lc.may_shut_down and monotonic_ms() < deadline:
+        while not lc.stop_now(monotonic_ms()):
             await asyncio.sleep(LIFECYCLE_TICK_MS / 1000)
         if lc.may_shut_down:
             log.info("controlled shutdown granted: leaderships moved")

@@ -106,7 +106,7 @@ class SimBroker:
         self._alter_timer: Timer | None = None
         self._metadata_attempt = 0
         self._lifecycle_timer: Timer | None = None
-        self._stop_deadline_ms: int | None = None  # set while a controlled shutdown runs
+        self._stopping = False  # SIGTERMed: in the controlled shutdown
         self._backlog: list[tuple[str, Any, Callable[[Any], None]]] = []
         self._after_stop: list[Callable[[], None]] = []
 
@@ -158,7 +158,7 @@ class SimBroker:
         self._alter_timer = None
         self._metadata_attempt = 0
         self._lifecycle_timer = None
-        self._stop_deadline_ms = None
+        self._stopping = False
         self._backlog = []
         self.process.every(TICK_MS, rm.tick)
         self.process.every(HW_CHECKPOINT_MS, store.checkpoint_high_watermarks)
@@ -172,7 +172,7 @@ class SimBroker:
         self.process.kill()
         self.replica_manager = None
         self.apis = None
-        self._stop_deadline_ms = None
+        self._stopping = False
         queued, self._after_stop = self._after_stop, []
         for fn in queued:
             self.loop.call_later(0, fn)
@@ -182,16 +182,14 @@ class SimBroker:
         controller moves our leaderships, at most CONTROLLED_SHUTDOWN_MS), then flush,
         checkpoints and the clean-shutdown marker, and gone. `stopping` until then; what
         `after_stop` queued runs once the process is down."""
-        if not self.process.up or self._stop_deadline_ms is not None:
+        if not self.process.up or self._stopping:
             return
         lc = self.lifecycle
         assert lc is not None
-        self._stop_deadline_ms = self.loop.now_ms + CONTROLLED_SHUTDOWN_MS
-        if lc.may_shut_down:  # never registered: nothing to ask the controller
-            self._await_shutdown_grant()
-            return
-        lc.begin_controlled_shutdown()
-        if self._lifecycle_timer is not None:  # the first request to shut down goes at once
+        self._stopping = True
+        lc.begin_controlled_shutdown(self.loop.now_ms)
+        if not lc.may_shut_down and self._lifecycle_timer is not None:
+            # The first request to shut down goes at once.
             self._lifecycle_timer.cancel()
             self._lifecycle_timer = None
             self._lifecycle_step()
@@ -199,8 +197,8 @@ class SimBroker:
 
     def _await_shutdown_grant(self) -> None:
         lc = self.lifecycle
-        assert lc is not None and self._stop_deadline_ms is not None
-        if not lc.may_shut_down and self.loop.now_ms < self._stop_deadline_ms:
+        assert lc is not None
+        if not lc.stop_now(self.loop.now_ms):
             self.process.call_later(LIFECYCLE_TICK_MS, self._await_shutdown_grant)
             return
         if not lc.may_shut_down:
@@ -213,7 +211,7 @@ class SimBroker:
     @property
     def stopping(self) -> bool:
         """SIGTERMed, still in its controlled shutdown."""
-        return self._stop_deadline_ms is not None and self.process.up
+        return self._stopping and self.process.up
 
     def after_stop(self, fn: Callable[[], None]) -> None:
         """Run fn once the process is down (at once if it is)."""
