@@ -4,10 +4,9 @@ Contract:
 - `HighwaterCluster(brokers=3, controllers=1, kafka_version=None, switches=None)` is a
   context manager (or `up()` / `down()`): entering builds the project's images if missing
   (no registry needed) and starts the containers (controllers, brokers, Toxiproxy) on a
-  fresh docker network; leaving
-  collects their logs into `store` and removes every container and the network, also on an
-  exception or Ctrl-C (harness.cluster's label-based cleanup; `highwater clean` removes what a
-  killed Python left behind).
+  fresh docker network; leaving collects their logs into `store` and removes every container
+  and the network, also on an exception or Ctrl-C (harness.cluster's label-based cleanup;
+  `highwater clean` removes what a killed Python left behind).
 - `bootstrap_servers`: every client connection crosses Toxiproxy (each broker advertises its
   proxy), so `partition` and `latency` act on the user's clients too.
 - Node names are "broker-N", "controller-N" and "client" (the host's clients).
@@ -51,6 +50,7 @@ class HighwaterCluster:
         self.topics: dict[str, TopicSpec] = {}
         self.results: dict[str, Any] | None = None
         self._cluster: Any = None
+        self._admin: Any = None
         self._histories: list[History] = []
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -79,6 +79,7 @@ class HighwaterCluster:
     def down(self) -> None:
         for h in self._histories:
             h.close()
+        self._admin = None
         if self._cluster is not None:
             cluster, self._cluster = self._cluster, None
             cluster.down()
@@ -107,16 +108,29 @@ class HighwaterCluster:
         self.topics[name] = topic
         self.wait_settled(timeout_s)
 
-    def _partition(self, topic: str, partition: int) -> Any:
-        from confluent_kafka.admin import AdminClient
+    def _metadata(self, topics: list[str]) -> Any:
+        """Kafka's metadata of `topics`, from one AdminClient kept while the cluster is up."""
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
-        meta = admin.list_topics(topic, timeout=METADATA_TIMEOUT_S)
+            from harness.client import LIBRDKAFKA_LOG
+
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                                       "logger": LIBRDKAFKA_LOG})  # fmt: skip
+        if len(topics) == 1:
+            return self._admin.list_topics(topics[0], timeout=METADATA_TIMEOUT_S)
+        return self._admin.list_topics(timeout=METADATA_TIMEOUT_S)
+
+    @staticmethod
+    def _find(meta: Any, topic: str, partition: int) -> Any:
         t = meta.topics.get(topic)
         if t is None or t.error is not None or partition not in t.partitions:
             why = t.error if t is not None else "unknown topic"
             raise KeyError(f"{topic}-{partition}: {why}")
         return t.partitions[partition]
+
+    def _partition(self, topic: str, partition: int) -> Any:
+        return self._find(self._metadata([topic]), topic, partition)
 
     def leader(self, topic: str, partition: int = 0) -> str:
         """The node leading topic-partition now ("broker-N"); KeyError without a leader."""
@@ -141,10 +155,11 @@ class HighwaterCluster:
 
     def _unsettled(self) -> list[str]:
         out = []
+        meta = self._metadata(list(self.topics)) if self.topics else None
         for name, topic in self.topics.items():
             for i in range(topic.partitions):
                 try:
-                    p = self._partition(name, i)
+                    p = self._find(meta, name, i)
                 except KeyError as e:
                     out.append(str(e))
                     continue
