@@ -13,26 +13,15 @@ from harness.plan.loader import load_plan
 from harness.plan.timing import steps_for
 from harness.sim.run import simulate
 
-from .plans import started_cluster
+from .plans import SMALL, started_cluster
 
 ROOT = Path(__file__).resolve().parents[3]
 STOP_LEADER = ROOT / "tests/fixtures/plans/stop-leader.yaml"
 
-QUIET = """
-name: quiet
-description: three brokers and a topic, no workload (the test drives the faults)
-cluster:
-  brokers: 3
-  controllers: 1
-  topics: [{name: t, partitions: 1, replication_factor: 3, min_insync_replicas: 2}]
-workload:
-  producers: {count: 1, acks: all, rate: 1, duration_s: 1}
-expected: {lost-write: "== 0"}
-"""
 
 
 def _started() -> SimCluster:
-    return started_cluster(QUIET, 3)
+    return started_cluster(SMALL, 3)  # its cluster only: no workload or fault runs
 
 
 def _leader(cluster: SimCluster) -> int:
