@@ -71,6 +71,9 @@ class FetchRequestData:
     max_bytes: int
     # UNDEFINED_EPOCH unless the diverging-epoch protocol is on (Fetch v12+ LastFetchedEpoch).
     last_fetched_epoch: int = UNDEFINED_EPOCH
+    # Kafka's minOneMessage: only the first partition of a response with data may exceed
+    # max_bytes by its first whole batch (KIP-74).
+    min_one_batch: bool = True
 
 
 @dataclass(frozen=True)

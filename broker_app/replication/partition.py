@@ -407,6 +407,7 @@ class Partition:
             FetchIsolation.LOG_END,
             last_fetched_epoch=request.last_fetched_epoch,
             current_leader_epoch=request.current_leader_epoch,
+            min_one_batch=request.min_one_batch,
         )
         if result.error != Errors.NONE or result.diverging_epoch is not None:
             return result, no_update
@@ -602,8 +603,10 @@ class Partition:
         last_fetched_epoch: int = UNDEFINED_EPOCH,
         current_leader_epoch: int = NO_CURRENT_LEADER_EPOCH,
         fetch_only_from_leader: bool = True,
+        min_one_batch: bool = True,
     ) -> FetchPartitionResult:
-        """Read for a Fetch. Errors come back in the result, never raised.
+        """Read for a Fetch. Errors come back in the result, never raised. At most `max_bytes`
+        of whole batches, but the first batch whole if `min_one_batch` (Kafka's minOneMessage).
 
         With a LastFetchedEpoch the leader first checks the fetcher's log against its own: if
         that epoch ends earlier here (or is unknown here), the answer is DivergingEpoch with no
@@ -639,7 +642,7 @@ class Partition:
             max_offset = hw
         records = b""
         if fetch_offset < max_offset and max_bytes > 0:
-            records = self.log.read(fetch_offset, max_bytes, max_offset)
+            records = self.log.read(fetch_offset, max_bytes, max_offset, min_one_batch)
         return FetchPartitionResult(
             high_watermark=hw, log_start_offset=log_start, log_end_offset=leo, records=records
         )

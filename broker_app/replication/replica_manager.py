@@ -32,7 +32,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from broker_app.metadata.image import MetadataDelta
@@ -85,6 +85,8 @@ class PartitionAppendResult:
     base_offset: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    # (batch index, message) of each record refused (Produce v8+ RecordErrors, KIP-467)
+    record_errors: list[tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -191,15 +193,24 @@ class ReplicaManager:
                 self._apply_log_configs(part)
 
     def _apply_log_configs(self, p: Partition) -> None:
-        """segment.bytes and max.message.bytes of the topic, else the broker's (LogConfig)."""
+        """The topic's settings of its logs (segment.bytes, max.message.bytes, cleanup.policy,
+        message.timestamp.before/after.max.ms), else the broker's (LogConfig)."""
         configs = self.topic_configs.get(p.topic, {})
         base = self.log_manager.config
-        seg = int(configs.get("segment.bytes", base.segment_bytes))
-        most = int(configs.get("max.message.bytes", base.max_batch_bytes))
+        wanted = {
+            "segment_bytes": int(configs.get("segment.bytes", base.segment_bytes)),
+            "max_batch_bytes": int(configs.get("max.message.bytes", base.max_batch_bytes)),
+            "compacted": "compact" in [
+                v.strip() for v in configs.get("cleanup.policy", "delete").lower().split(",")],
+            "timestamp_before_max_ms": int(configs.get("message.timestamp.before.max.ms",
+                                                       base.timestamp_before_max_ms)),
+            "timestamp_after_max_ms": int(configs.get("message.timestamp.after.max.ms",
+                                                      base.timestamp_after_max_ms)),
+        }  # fmt: skip
         cfg = p.log.config
-        if (cfg.segment_bytes, cfg.max_batch_bytes) != (seg, most):
+        if any(getattr(cfg, k) != v for k, v in wanted.items()):
             # replace, never mutate: the LogStore's LogConfig is shared by every log
-            p.log.config = replace(cfg, segment_bytes=seg, max_batch_bytes=most)
+            p.log.config = replace(cfg, **wanted)
 
     def cleanup_logs(self) -> int:
         """Time and size retention on every hosted log (Kafka's LogManager.cleanupLogs, on
@@ -441,7 +452,8 @@ class ReplicaManager:
                 if pr.error == Errors.REQUEST_TIMED_OUT:
                     msg = f"acks=all: HW did not reach the batch within {timeout_ms} ms"
                 out[tp] = PartitionAppendResult(
-                    pr.error, pr.base_offset, prev.log_start_offset, msg
+                    pr.error, pr.base_offset, prev.log_start_offset, msg,
+                    prev.record_errors if pr.error == prev.error_code else [],
                 )
             callback(out)
 
@@ -485,7 +497,8 @@ class ReplicaManager:
             if code != Errors.NOT_LEADER_OR_FOLLOWER:
                 _REJECTS.warning("append to %s-%d rejected: %s", tp[0], tp[1], e)
             return PartitionAppendResult(
-                code, log_start_offset=lg.log_start_offset, error_message=str(e)
+                code, log_start_offset=lg.log_start_offset, error_message=str(e),
+                record_errors=getattr(e, "record_errors", []),
             ), None
         info = res.info
         if getattr(info, "duplicate", False):
@@ -507,8 +520,10 @@ class ReplicaManager:
         replica_id: int = -1,
         client_rack: str | None = None,
     ) -> dict[TopicPartition, FetchPartitionResult]:
-        """Stops adding data once max_bytes is used, but returns at least one batch for the
-        first partition with data (KIP-74).
+        """Kafka's `readFromLog` (KIP-74): each partition reads at most the smaller of its
+        own limit and what is left of the response's `max_bytes`; only the first partition with
+        data may exceed that, by its first whole batch, so a consumer always makes progress and a
+        response is never much larger than `max_bytes`.
 
         `client_rack` is a consumer's Fetch v11+ rack_id (None before v11): with it a follower
         serves the consumer (up to its own high watermark, KIP-392), and a leader whose
@@ -523,7 +538,7 @@ class ReplicaManager:
             if p is None:
                 results[tp] = FetchPartitionResult(Errors.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
-            limit = max(0, min(req.max_bytes, budget)) if not first_with_data else req.max_bytes
+            limit = max(0, min(req.max_bytes, budget))
             try:
                 if replica_id >= 0:
                     core, update = p.fetch_records_for_follower(
@@ -534,6 +549,7 @@ class ReplicaManager:
                             log_start_offset=req.log_start_offset,
                             max_bytes=limit,
                             last_fetched_epoch=req.last_fetched_epoch,
+                            min_one_batch=first_with_data,
                         ),
                         now,
                     )
@@ -548,6 +564,7 @@ class ReplicaManager:
                         last_fetched_epoch=req.last_fetched_epoch,
                         current_leader_epoch=req.current_leader_epoch,
                         fetch_only_from_leader=client_rack is None,
+                        min_one_batch=first_with_data,
                     )
                     preferred = self._preferred_read_replica(p, req.fetch_offset, client_rack,
                                                              now)

@@ -14,9 +14,19 @@ What takes effect (say it plainly, the charter asks for it):
   ReplicaManager.cleanup_logs), as Kafka's LogManager.cleanupLogs does;
 - segment.bytes and max.message.bytes: the topic's logs roll at / reject leader batches above
   them (ReplicaManager._apply_log_configs replaces each log's LogConfig);
-- stored, validated, described but NOT enforced yet: cleanup.policy=compact (there is no log
-  cleaner), compression.type (batches are stored as produced), message.timestamp.type
-  (LogAppendTime is not stamped), flush.messages (flushing follows the broker's --flush).
+- message.timestamp.before.max.ms / message.timestamp.after.max.ms: the leader's LogValidator
+  window for the topic's record timestamps;
+- cleanup.policy: with "compact", a leader refuses client records without a key (KIP-467);
+- stored, validated, described but NOT enforced yet: compaction itself (there is no log cleaner:
+  delete.retention.ms, min/max.compaction.lag.ms, min.cleanable.dirty.ratio),
+  compression.type and its levels (batches are stored as produced), message.timestamp.type
+  (LogAppendTime is not stamped), flush.messages / flush.ms (flushing follows the broker's
+  --flush), segment.ms / segment.jitter.ms (segments roll by size only), segment.index.bytes,
+  index.interval.bytes, file.delete.delay.ms, preallocate, the replication throttles, and the
+  tiered-storage configs (there is no remote storage). Every topic config of Kafka 4.1
+  (LogConfig) is in the catalogue, so a client setting one is never refused for its name;
+  the ones Kafka 4.0 removed (message.format.version, message.downconversion.enable,
+  message.timestamp.difference.max.ms, KIP-724) are unknown, as in 4.0+.
 Broker resources (KIP-226 dynamic broker configs, cluster mode): AlterConfigs /
 IncrementalAlterConfigs on a broker id (that broker) or "" (the cluster-wide default) set the
 names in DYNAMIC_BROKER_CONFIGS; the controller stores them as BrokerConfig records in the
@@ -32,6 +42,7 @@ configs read-only (INVALID_REQUEST).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +56,7 @@ SOURCE_DYNAMIC_DEFAULT_BROKER = 3
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 # ConfigType (DescribeConfigs v3+): the documented type of each config.
-TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_LIST = 1, 2, 3, 5, 7
+TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 5, 6, 7
 
 # ConfigResource types
 RESOURCE_TOPIC = 2
@@ -85,6 +96,34 @@ def _one_of(*allowed: str, many: bool = False) -> Callable[[str], None]:
     return check
 
 
+def _double(low: float, high: float) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        try:
+            x = float(value.strip())
+        except ValueError:
+            raise ValueError(f"not a number: {value!r}") from None
+        if not low <= x <= high:
+            raise ValueError(f"{x} is outside [{low}, {high}]")
+
+    return check
+
+
+def _gzip_level(value: str) -> None:
+    """Kafka's GZIP level validator: -1 (the codec's default) or 1..9."""
+    _integer(-1, 9)(value)
+    if int(value.strip()) == 0:
+        raise ValueError("0 is not -1 or within [1, 9]")
+
+
+_THROTTLED = re.compile(r"^\s*(\*|\d+\s*:\s*\d+(\s*,\s*\d+\s*:\s*\d+)*)?\s*$")
+
+
+def _throttled_replicas(value: str) -> None:
+    """Kafka's ThrottledReplicaListValidator: empty, "*", or partition:broker pairs."""
+    if not _THROTTLED.match(value):
+        raise ValueError(f"{value!r} is not empty, * or a list of partitionId:brokerId")
+
+
 @dataclass(frozen=True)
 class TopicConfigSpec:
     check: Callable[[str], None]
@@ -113,6 +152,39 @@ TOPIC_CONFIGS: dict[str, TopicConfigSpec] = {
     "flush.messages": TopicConfigSpec(
         _integer(1, LONG_MAX), TYPE_LONG,
         lambda c: "1" if c.flush_every_batch else str(LONG_MAX)),
+    "message.timestamp.before.max.ms": TopicConfigSpec(
+        _integer(0, LONG_MAX), TYPE_LONG, lambda c: str(LONG_MAX)),
+    "message.timestamp.after.max.ms": TopicConfigSpec(
+        _integer(0, LONG_MAX), TYPE_LONG, lambda c: "3600000"),
+    # Kafka 4.1's other topic configs (LogConfig): stored and described, not enforced.
+    "segment.ms": TopicConfigSpec(_integer(1, LONG_MAX), TYPE_LONG, lambda c: "604800000"),
+    "segment.jitter.ms": TopicConfigSpec(_integer(0, LONG_MAX), TYPE_LONG, lambda c: "0"),
+    "segment.index.bytes": TopicConfigSpec(_integer(4, INT_MAX), TYPE_INT, lambda c: "10485760"),
+    "flush.ms": TopicConfigSpec(_integer(0, LONG_MAX), TYPE_LONG, lambda c: str(LONG_MAX)),
+    "index.interval.bytes": TopicConfigSpec(_integer(0, INT_MAX), TYPE_INT, lambda c: "4096"),
+    "delete.retention.ms": TopicConfigSpec(
+        _integer(0, LONG_MAX), TYPE_LONG, lambda c: "86400000"),
+    "min.compaction.lag.ms": TopicConfigSpec(_integer(0, LONG_MAX), TYPE_LONG, lambda c: "0"),
+    "max.compaction.lag.ms": TopicConfigSpec(
+        _integer(1, LONG_MAX), TYPE_LONG, lambda c: str(LONG_MAX)),
+    "file.delete.delay.ms": TopicConfigSpec(_integer(0, LONG_MAX), TYPE_LONG, lambda c: "60000"),
+    "min.cleanable.dirty.ratio": TopicConfigSpec(_double(0, 1), TYPE_DOUBLE, lambda c: "0.5"),
+    "compression.gzip.level": TopicConfigSpec(_gzip_level, TYPE_INT, lambda c: "-1"),
+    "compression.lz4.level": TopicConfigSpec(_integer(1, 17), TYPE_INT, lambda c: "9"),
+    "compression.zstd.level": TopicConfigSpec(_integer(-131072, 22), TYPE_INT, lambda c: "3"),
+    "preallocate": TopicConfigSpec(_one_of("true", "false"), TYPE_BOOLEAN, lambda c: "false"),
+    "leader.replication.throttled.replicas": TopicConfigSpec(
+        _throttled_replicas, TYPE_LIST, lambda c: ""),
+    "follower.replication.throttled.replicas": TopicConfigSpec(
+        _throttled_replicas, TYPE_LIST, lambda c: ""),
+    "remote.storage.enable": TopicConfigSpec(
+        _one_of("true", "false"), TYPE_BOOLEAN, lambda c: "false"),
+    "local.retention.ms": TopicConfigSpec(_integer(-2, LONG_MAX), TYPE_LONG, lambda c: "-2"),
+    "local.retention.bytes": TopicConfigSpec(_integer(-2, LONG_MAX), TYPE_LONG, lambda c: "-2"),
+    "remote.log.copy.disable": TopicConfigSpec(
+        _one_of("true", "false"), TYPE_BOOLEAN, lambda c: "false"),
+    "remote.log.delete.on.disable": TopicConfigSpec(
+        _one_of("true", "false"), TYPE_BOOLEAN, lambda c: "false"),
 }  # fmt: skip
 KNOWN_TOPIC_CONFIGS = frozenset(TOPIC_CONFIGS)
 

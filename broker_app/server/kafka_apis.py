@@ -54,7 +54,7 @@ from .api_common import (
 )
 from .group_apis import GroupApis
 from .topic_admin_apis import TopicAdminApis
-from .topic_store import TopicError, TopicInfo, TopicStore
+from .topic_store import TopicError, TopicInfo, TopicStore, validate_topic_name
 
 log = logging.getLogger(__name__)
 _REJECTS = RejectLog(log)  # rate-limited lines for rejected requests (issue 15)
@@ -211,6 +211,9 @@ class KafkaApis:
                     topics.append(metadata_topic_error(None, topic_id, Errors.UNKNOWN_TOPIC_ID))
                     continue
             if info is None and name is not None:
+                if (invalid := _invalid_topic_name(name)) is not None:
+                    topics.append(metadata_topic_error(name, None, invalid))
+                    continue
                 if allow_auto and self.config.auto_create_topics:
                     try:
                         budget = self._spend_partitions(budget, self.config.num_partitions)
@@ -260,8 +263,9 @@ class KafkaApis:
         for name in names:
             topic = image.topics.get(name) if name is not None else None
             if topic is None:
-                code = Errors.UNKNOWN_TOPIC_OR_PARTITION
-                if name and allow_auto and self.config.auto_create_topics:
+                invalid = _invalid_topic_name(name)
+                code = invalid or Errors.UNKNOWN_TOPIC_OR_PARTITION
+                if name and not invalid and allow_auto and self.config.auto_create_topics:
                     try:
                         budget = self._spend_partitions(budget, self.config.num_partitions)
                         self.cluster.auto_create_topic(name)
@@ -518,7 +522,9 @@ class KafkaApis:
                         "base_offset": r.base_offset,
                         "log_append_time": -1,
                         "log_start_offset": r.log_start_offset,
-                        "record_errors": [],
+                        "record_errors": [
+                            {"batch_index": i, "batch_index_error_message": m}
+                            for i, m in r.record_errors],
                         "error_message": r.error_message,
                     }
                 by_topic.setdefault(t.name, []).append(part)
@@ -761,3 +767,16 @@ def _timestamp_and_offset(found: Any) -> tuple[int, int]:
     if hasattr(found, "offset"):
         return int(getattr(found, "timestamp", -1)), int(found.offset)
     return -1, int(found)
+
+
+def _invalid_topic_name(name: str | None) -> Errors | None:
+    """INVALID_TOPIC_EXCEPTION for a Metadata request naming an illegal topic, as Kafka's
+    KafkaApis and AutoTopicCreationManager answer it, auto-creation allowed or not (it is never
+    sent to the controller, so a client's sends to it fail at once instead of retrying)."""
+    if name is None:
+        return None
+    try:
+        validate_topic_name(name)
+    except TopicError:
+        return Errors.INVALID_TOPIC_EXCEPTION
+    return None

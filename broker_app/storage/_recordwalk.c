@@ -1,7 +1,8 @@
 /*
  * broker_app.storage._recordwalk: the per-record walk of LogValidator in C.
  *
- * Contract: walk(body, records_count, base_timestamp, low_hi, low_lo, high_hi, high_lo)
+ * Contract: walk(body, records_count, base_timestamp, low_hi, low_lo, high_hi, high_lo,
+ * compacted)
  * walks the (already decompressed) records of one v2 batch exactly as the reference
  * (records.decode_records followed by log_validator.validate_client_batch's loop) does, and
  * returns None when the reference would accept the batch, or a tuple
@@ -15,8 +16,9 @@
  * (|x| < 2^71), so verdicts and the numbers in messages stay identical on hostile input.
  *
  * Order of errors, as in the reference: any structural error (varints, lengths, header
- * counts, trailing bytes) wins over the first offsetDelta / timestamp error, because the
- * reference decodes every record before it checks offsets and timestamps.
+ * counts, trailing bytes) wins over the first offsetDelta / null key / timestamp error,
+ * because the reference decodes every record before it checks offsets, keys and timestamps;
+ * within a record, offsetDelta, then a null key (only when `compacted`), then timestamp.
  *
  * Built against the limited API of CPython 3.11 (abi3), so one wheel fits every 3.11+.
  */
@@ -44,6 +46,7 @@ enum {
     E_TRAILING = 8,         /* a: bytes left */
     E_OFFSET_DELTA = 9,     /* i, a: offsetDelta */
     E_TIMESTAMP = 10,       /* i, a: timestamp */
+    E_NULL_KEY = 11,        /* i: a record without a key in a compacted topic */
 };
 
 enum { W_KEY = 0, W_VALUE = 1, W_HEADER_KEY = 2, W_HEADER_VALUE = 3 };
@@ -116,12 +119,12 @@ static inline i128 floor_half(i128 d) { return d >= 0 ? d / 2 : -((1 - d) / 2); 
 
 /* 0 when the batch passes; -1 with *e filled when it does not. */
 static int walk_records(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, i128 base_ts,
-                        i128 low, i128 high, walk_error *e) {
+                        i128 low, i128 high, int compacted, walk_error *e) {
     walk_error rule = {0}; /* first offsetDelta / timestamp error, reported last */
     Py_ssize_t pos = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         i128 length, ts_delta, off_delta, n_headers;
-        int is_null;
+        int is_null, key_null;
         if (read_varint(buf, len, &pos, &length, e))
             return -1;
         i128 end = (i128)pos + length;
@@ -135,7 +138,7 @@ static int walk_records(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, i1
         pos += 1; /* record attributes, unused */
         if (read_varint(buf, len, &pos, &ts_delta, e) ||
             read_varint(buf, len, &pos, &off_delta, e) ||
-            read_bytes(buf, len, &pos, W_KEY, &is_null, e) ||
+            read_bytes(buf, len, &pos, W_KEY, &key_null, e) ||
             read_bytes(buf, len, &pos, W_VALUE, &is_null, e) ||
             read_varint(buf, len, &pos, &n_headers, e))
             return -1;
@@ -168,6 +171,9 @@ static int walk_records(const uint8_t *buf, Py_ssize_t len, Py_ssize_t count, i1
                 rule.code = E_OFFSET_DELTA;
                 rule.index = i;
                 rule.a = off_delta;
+            } else if (compacted && key_null) {
+                rule.code = E_NULL_KEY;
+                rule.index = i;
             } else {
                 i128 ts = base_ts + ts_delta;
                 if (ts != -1 && (ts < low || ts > high)) {
@@ -221,9 +227,10 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     Py_ssize_t count;
     long long base_ts, low_hi, high_hi;
     unsigned long long low_lo, high_lo;
+    int compacted = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OnLLKLK", &obj, &count, &base_ts, &low_hi, &low_lo, &high_hi,
-                          &high_lo))
+    if (!PyArg_ParseTuple(args, "OnLLKLK|i", &obj, &count, &base_ts, &low_hi, &low_lo, &high_hi,
+                          &high_lo, &compacted))
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0)
@@ -234,10 +241,12 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     if (view.len >= RELEASE_GIL_BYTES) {
         /* The exported buffer stays valid and unresized while we hold the view. */
         Py_BEGIN_ALLOW_THREADS
-        rc = walk_records((const uint8_t *)view.buf, view.len, count, base_ts, low, high, &e);
+        rc = walk_records((const uint8_t *)view.buf, view.len, count, base_ts, low, high,
+                          compacted, &e);
         Py_END_ALLOW_THREADS
     } else {
-        rc = walk_records((const uint8_t *)view.buf, view.len, count, base_ts, low, high, &e);
+        rc = walk_records((const uint8_t *)view.buf, view.len, count, base_ts, low, high,
+                          compacted, &e);
     }
     PyBuffer_Release(&view);
     if (rc == 0)
@@ -254,7 +263,8 @@ static PyObject *walk(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS,
-     "walk(body, records_count, base_timestamp, low_hi, low_lo, high_hi, high_lo) -> "
+     "walk(body, records_count, base_timestamp, low_hi, low_lo, high_hi, high_lo, "
+     "compacted=0) -> "
      "None | (code, record_index, a, b, what): the reference's verdict on one batch's records."},
     {NULL, NULL, 0, NULL},
 };

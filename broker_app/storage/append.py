@@ -61,6 +61,7 @@ class AppendLimits:
     timestamp_before_max_ms: int = DEFAULT_TIMESTAMP_BEFORE_MAX_MS
     timestamp_after_max_ms: int = DEFAULT_TIMESTAMP_AFTER_MAX_MS
     now_ms: int = 0
+    compacted: bool = False
 
     @classmethod
     def of(cls, config: LogConfig, now_ms: int) -> AppendLimits:
@@ -71,6 +72,7 @@ class AppendLimits:
             config.timestamp_before_max_ms,
             config.timestamp_after_max_ms,
             now_ms,
+            config.compacted,
         )
 
 
@@ -115,8 +117,11 @@ def analyze(
                     max_decompressed_bytes=limits.max_decompressed_bytes,
                     timestamp_before_max_ms=limits.timestamp_before_max_ms,
                     timestamp_after_max_ms=limits.timestamp_after_max_ms,
+                    compacted=limits.compacted,
                 )  # fmt: skip
-        except (CorruptRecordError, InvalidRecordError, InvalidTimestampError) as exc:
+        except InvalidRecordError as exc:
+            raise InvalidRecordError(f"{exc} {where}", exc.record_errors) from exc
+        except (CorruptRecordError, InvalidTimestampError) as exc:
             raise type(exc)(f"{exc} {where}") from exc
         if h.is_transactional and h.producer_id < 0:
             raise InvalidRecordError(f"transactional batch without a producer id {where}")

@@ -29,6 +29,12 @@ class InvalidRecordError(CorruptRecordError):
 
     kafka_error_code = 87
 
+    def __init__(self, message: str, record_errors: list[tuple[int, str]] | None = None) -> None:
+        super().__init__(message)
+        # Produce v8+ RecordErrors (KIP-467): (index in the batch, message) of each record the
+        # batch was refused for; empty when the whole batch is at fault.
+        self.record_errors = record_errors or []
+
 
 class OffsetOutOfRangeError(StorageError):
     """OFFSET_OUT_OF_RANGE: read below log start or above the log end offset."""

@@ -106,6 +106,8 @@ class LogConfig:
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
     timestamp_before_max_ms: int = DEFAULT_TIMESTAMP_BEFORE_MAX_MS
     timestamp_after_max_ms: int = DEFAULT_TIMESTAMP_AFTER_MAX_MS
+    # cleanup.policy includes "compact": every record a client writes needs a key (KIP-467).
+    compacted: bool = False
     # Rolling a segment fsyncs the finished one. False: at once, in roll (tests, tools).
     # True: only record it in `flush_wanted`; the I/O edge (server/log_flusher.py) runs the
     # flush off the event loop, as Kafka schedules it on its scheduler thread.

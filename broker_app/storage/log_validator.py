@@ -13,6 +13,16 @@ one framed v2 batch whose length, magic and CRC records.validate_batch already c
 - record i carries offsetDelta i                                     -> INVALID_RECORD
 - timestamps: a producer may not set LogAppendTime; a CreateTime record timestamp (not -1)
   must be within [now - before_max_ms, now + after_max_ms]           -> INVALID_TIMESTAMP
+- a compacted topic (cleanup.policy has "compact") takes no record without a key
+                                  -> INVALID_RECORD, with every keyless record's index in
+  `record_errors` (Produce v8+ RecordErrors, KIP-467), so librdkafka fails those records with
+  INVALID_RECORD and the rest of the batch with _INVALID_DIFFERENT_RECORD.
+
+Per record the rules apply in Kafka's order (offsetDelta, key, timestamp) and the first record
+breaking one decides the error. Kafka collects every record's error and answers
+INVALID_TIMESTAMP if any is a timestamp error; here a batch with both a keyless record and a
+bad timestamp gets the error of whichever comes first, and record_errors lists keyless records
+only.
 
 Where this differs from Kafka: Kafka rebuilds a compressed batch whose inner offsets are not
 0..n-1 (old clients) and never checks inner offsets of uncompressed batches; this broker stores
@@ -73,6 +83,7 @@ def validate_client_batch(
     max_decompressed_bytes: int,
     timestamp_before_max_ms: int = DEFAULT_TIMESTAMP_BEFORE_MAX_MS,
     timestamp_after_max_ms: int = DEFAULT_TIMESTAMP_AFTER_MAX_MS,
+    compacted: bool = False,
     implementation: str | None = None,
 ) -> None:
     """Raise CorruptRecordError / InvalidRecordError / InvalidTimestampError, or return.
@@ -110,15 +121,16 @@ def validate_client_batch(
     low = now_ms - timestamp_before_max_ms
     high = now_ms + timestamp_after_max_ms
     if (implementation or IMPLEMENTATION) == NATIVE:
-        _walk_native(view, h, max_decompressed_bytes, low, high, where)
+        _walk_native(view, h, max_decompressed_bytes, low, high, where, compacted)
     else:
-        _walk_python(view, h, max_decompressed_bytes, low, high, where)
+        _walk_python(view, h, max_decompressed_bytes, low, high, where, compacted)
 
 
 def _walk_python(
-    view: bytes | memoryview, h: BatchHeader, limit: int, low: int, high: int, where: str
-) -> None:
-    """The reference: decode every record, then check offsetDelta and timestamp of each."""
+    view: bytes | memoryview, h: BatchHeader, limit: int, low: int, high: int, where: str,
+    compacted: bool,
+) -> None:  # fmt: skip
+    """The reference: decode every record, then check offsetDelta, key and timestamp of each."""
     records = decode_records(view, limit)
     for i, rec in enumerate(records):
         if rec.offset - h.base_offset != i:
@@ -126,8 +138,24 @@ def _walk_python(
                 f"record {i} of {where} has offsetDelta {rec.offset - h.base_offset}, "
                 f"expected {i}"
             )
+        if compacted and rec.key is None:
+            raise _keyless_error([j for j, r in enumerate(records) if r.key is None])
         if rec.timestamp != NO_TIMESTAMP and not low <= rec.timestamp <= high:
             raise InvalidTimestampError(_timestamp_message(rec.timestamp, i, where, low, high))
+
+
+KEYLESS_RECORD_MESSAGE = "Compacted topic cannot accept message without key"
+
+
+def _keyless_error(indices: list[int]) -> InvalidRecordError:
+    """Kafka's words (LogValidator.validateKey, processRecordErrors) for keyless records."""
+    errors = [(i, KEYLESS_RECORD_MESSAGE) for i in indices]
+    shown = ", ".join(f"(batchIndex={i}, message={m})" for i, m in errors[:3])
+    return InvalidRecordError(
+        f"One or more records have been rejected due to {len(errors)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]",
+        errors,
+    )
 
 
 def _timestamp_message(ts: int, i: int, where: str, low: int, high: int) -> str:
@@ -144,12 +172,14 @@ _WINDOW_BOUND = 1 << 100
 # The walk's error codes (_recordwalk.c's enum) and _read_bytes' field names.
 _VARINT_EOF, _VARINT_LONG, _LENGTH, _BYTES, _HEADER_COUNT = 1, 2, 3, 4, 5
 _NULL_HEADER_KEY, _LENGTH_MISMATCH, _TRAILING, _OFFSET_DELTA, _TIMESTAMP = 6, 7, 8, 9, 10
+_NULL_KEY = 11
 _FIELDS = ("key", "value", "header key", "header value")
 
 
 def _walk_native(
-    view: bytes | memoryview, h: BatchHeader, limit: int, low: int, high: int, where: str
-) -> None:
+    view: bytes | memoryview, h: BatchHeader, limit: int, low: int, high: int, where: str,
+    compacted: bool,
+) -> None:  # fmt: skip
     """The same verdict as _walk_python, from one C pass over the records (no Record objects);
     decompression is shared with the reference (records_payload), so it is bounded alike."""
     assert _recordwalk is not None
@@ -157,9 +187,14 @@ def _walk_native(
     lo = max(-_WINDOW_BOUND, min(low, _WINDOW_BOUND))
     hi = max(-_WINDOW_BOUND, min(high, _WINDOW_BOUND))
     err = _recordwalk.walk(
-        body, h.records_count, h.base_timestamp, lo >> 64, lo & _MASK64, hi >> 64, hi & _MASK64
+        body, h.records_count, h.base_timestamp, lo >> 64, lo & _MASK64, hi >> 64, hi & _MASK64,
+        int(compacted),
     )
     if err is not None:
+        if err[0] == _NULL_KEY:
+            # The batch decodes (the walk found no structural error): list every keyless one.
+            raise _keyless_error([i for i, r in enumerate(decode_records(view, limit))
+                                  if r.key is None])  # fmt: skip
         raise _native_error(err, h, where, low, high)
 
 

@@ -77,6 +77,7 @@ KINDS = (
     ("offset-delta", r"has offsetDelta"),
     ("timestamp-range", r"is out of range; it should be within"),
     ("decompress", r"cannot decompress|expands beyond|ends before|xerial snappy"),
+    ("keyless", r"Compacted topic cannot accept message without key"),
 )
 
 
@@ -149,7 +150,8 @@ def _frame_batch(body: bytes, codec: int, count: int, base_ts: int, rng: random.
 
 
 def _window(rng: random.Random) -> dict[str, int]:
-    """The validator's clock and bounds: Kafka's defaults mostly, edges and huge ones too."""
+    """The validator's clock and bounds (Kafka's defaults mostly, edges and huge ones too),
+    and whether the topic is compacted."""
     bounds = (DEFAULT_TIMESTAMP_BEFORE_MAX_MS, DEFAULT_TIMESTAMP_AFTER_MAX_MS, 0, 1, 1000,
               2**64, 2**80)  # fmt: skip
     if rng.random() < 0.6:
@@ -158,7 +160,8 @@ def _window(rng: random.Random) -> dict[str, int]:
         before, after = rng.choice(bounds), rng.choice(bounds)
     return {"now_ms": rng.choice((NOW, NOW, 0, -5, INT64_MAX)),
             "timestamp_before_max_ms": before, "timestamp_after_max_ms": after,
-            "max_decompressed_bytes": rng.choice((1 << 20, 1 << 20, 1 << 20, 200))}  # fmt: skip
+            "max_decompressed_bytes": rng.choice((1 << 20, 1 << 20, 1 << 20, 200)),
+            "compacted": rng.random() < 0.3}  # fmt: skip
 
 
 def _timestamp_lie(rng: random.Random, base_ts: int, w: dict[str, int]) -> int:
@@ -282,7 +285,9 @@ def outcome(batch: bytes, kwargs: dict[str, int], implementation: str) -> Outcom
         validate_client_batch(batch, parse_header(batch), implementation=implementation,
                               **kwargs)  # fmt: skip
     except StorageError as exc:
-        return type(exc).__name__, exc.kafka_error_code, str(exc)
+        record_errors = getattr(exc, "record_errors", [])
+        return (type(exc).__name__, exc.kafka_error_code,
+                str(exc) + (f" record_errors={record_errors}" if record_errors else ""))
     return None
 
 

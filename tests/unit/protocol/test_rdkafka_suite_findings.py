@@ -1,0 +1,138 @@
+"""What librdkafka's own integration suite found (issue 29), each rule as Kafka has it, on a
+single-node broker's KafkaApis: the test number of the suite is in each test's name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker_app.protocol.apis import ApiKey
+from broker_app.protocol.codec import request_class
+from broker_app.protocol.entities import build
+from broker_app.protocol.error_codes import Errors
+from broker_app.storage.records import build_batch
+from tests.unit.protocol.test_kafka_apis import request_data, roundtrip
+
+
+def _produce(apis: Any, topic: str, partition: int, batch: bytes) -> Any:
+    body = build(request_class(ApiKey.PRODUCE, 9), request_data(ApiKey.PRODUCE, batch) | {
+        "topic_data": [{"name": topic, "partition_data": [{"index": partition,
+                                                           "records": batch}]}],
+    })  # fmt: skip
+    return roundtrip(apis, body).responses[0].partition_responses[0]
+
+
+def _fetch(apis: Any, topic: str, partitions: int, max_bytes: int,
+           partition_max_bytes: int) -> list[bytes]:  # fmt: skip
+    data = request_data(ApiKey.FETCH, b"") | {"max_bytes": max_bytes}
+    data["topics"][0]["topic"] = topic
+    data["topics"][0]["partitions"] = [
+        data["topics"][0]["partitions"][0] | {"partition": i,
+                                              "partition_max_bytes": partition_max_bytes}
+        for i in range(partitions)]  # fmt: skip
+    resp = roundtrip(apis, build(request_class(ApiKey.FETCH, 12), data))
+    by_index = {p.partition_index: p for p in resp.responses[0].partitions}
+    return [by_index[i].records for i in range(partitions)]
+
+
+def test_0082_fetch_response_capped_at_max_bytes_with_one_batch_at_least(apis) -> None:
+    """KIP-74: the response's max_bytes bounds the whole response; only the first partition
+    with data may exceed it, by its first batch. The partition limit alone did before."""
+    apis._create_topic("t", 2, 1, {})
+    batch = build_batch([(None, b"v" * 1000)])
+    for p in (0, 1):
+        for _ in range(3):
+            assert _produce(apis, "t", p, batch).error_code.value == Errors.NONE
+    size = len(batch)
+    # Room for one batch and a half: the first partition gets one, the second none.
+    assert [len(r) for r in _fetch(apis, "t", 2, size + size // 2, 1 << 20)] == [size, 0]
+    # Less than one batch: the first partition still gets exactly one.
+    assert [len(r) for r in _fetch(apis, "t", 2, 10, 1 << 20)] == [size, 0]
+    # Room for everything: both partitions whole.
+    assert [len(r) for r in _fetch(apis, "t", 2, 1 << 20, 1 << 20)] == [3 * size, 3 * size]
+    # The partition limit still bounds each partition.
+    assert [len(r) for r in _fetch(apis, "t", 2, 1 << 20, 2 * size)] == [2 * size, 2 * size]
+
+
+def test_0011_compacted_topic_refuses_keyless_records_each_named(apis) -> None:
+    """KIP-467 / LogValidator.validateKey: a compacted topic takes no record without a key;
+    the produce answer is INVALID_RECORD with the index of every keyless record, which
+    librdkafka turns into INVALID_RECORD for those and _INVALID_DIFFERENT_RECORD for the rest."""
+    apis._create_topic("c", 1, 1, {"cleanup.policy": "compact"})
+    log = apis.replica_manager.get_partition("c", 0).log
+    mixed = build_batch([(b"k0", b"a"), (None, b"b"), (b"k2", b"c"), (None, b"d")])
+    part = _produce(apis, "c", 0, mixed)
+    assert part.error_code.value == Errors.INVALID_RECORD
+    assert [(e.batch_index, e.batch_index_error_message) for e in part.record_errors] == [
+        (1, "Compacted topic cannot accept message without key"),
+        (3, "Compacted topic cannot accept message without key")]
+    assert "2 record errors" in part.error_message
+    assert log.log_end_offset == 0  # nothing of the batch was written
+    keyed = build_batch([(b"k0", b"a"), (b"k1", b"b")])
+    assert _produce(apis, "c", 0, keyed).error_code.value == Errors.NONE
+    # cleanup.policy=delete (the default) takes keyless records.
+    apis._create_topic("d", 1, 1, {})
+    part = _produce(apis, "d", 0, mixed)
+    assert (part.error_code.value, list(part.record_errors)) == (Errors.NONE, [])
+
+
+def test_0011_compaction_switched_on_by_alter_configs_applies_to_the_next_produce(apis) -> None:
+    apis._create_topic("t", 1, 1, {})
+    keyless = build_batch([(None, b"a")])
+    assert _produce(apis, "t", 0, keyless).error_code.value == Errors.NONE
+    body = build(request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1), {
+        "resources": [{"resource_type": 2, "resource_name": "t", "configs": [
+            {"name": "cleanup.policy", "config_operation": 2, "value": "compact"}]}],
+        "validate_only": False})  # fmt: skip
+    assert roundtrip(apis, body).responses[0].error_code.value == Errors.NONE
+    part = _produce(apis, "t", 0, keyless)
+    assert part.error_code.value == Errors.INVALID_RECORD
+    assert [e.batch_index for e in part.record_errors] == [0]
+
+
+def _create(apis: Any, name: str, configs: dict[str, str]) -> Any:
+    data = request_data(ApiKey.CREATE_TOPICS, b"")
+    data["topics"][0] |= {"name": name, "configs": [{"name": k, "value": v}
+                                                    for k, v in configs.items()]}
+    return roundtrip(apis, build(request_class(ApiKey.CREATE_TOPICS, 5), data)).topics[0]
+
+
+def _alter(apis: Any, topic: str, name: str, value: str, op: int = 0) -> Any:
+    body = build(request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1), {
+        "resources": [{"resource_type": 2, "resource_name": topic, "configs": [
+            {"name": name, "config_operation": op, "value": value}]}],
+        "validate_only": False})  # fmt: skip
+    return roundtrip(apis, body).responses[0]
+
+
+def test_0081_every_kafka_topic_config_is_accepted_and_removed_ones_refused(apis) -> None:
+    """Kafka 4.1's topic configs (LogConfig) are all known; the suite's CreateTopics with
+    delete.retention.ms and AlterConfigs with flush.ms were INVALID_CONFIG before."""
+    t = _create(apis, "t", {"delete.retention.ms": "1000", "min.cleanable.dirty.ratio": "0.2",
+                            "leader.replication.throttled.replicas": "0:1,1:2"})
+    assert t.error_code.value == Errors.NONE, t.error_message
+    assert _alter(apis, "t", "flush.ms", "10").error_code.value == Errors.NONE
+    # Values are still checked, with Kafka's ranges, naming the config.
+    bad = _alter(apis, "t", "min.cleanable.dirty.ratio", "1.5")
+    assert bad.error_code.value == Errors.INVALID_CONFIG
+    assert "min.cleanable.dirty.ratio" in bad.error_message
+    assert _alter(apis, "t", "compression.gzip.level", "0").error_code.value == \
+        Errors.INVALID_CONFIG
+    # Removed in Kafka 4.0 (KIP-724): unknown, as there.
+    gone = _create(apis, "u", {"message.format.version": "3.0"})
+    assert gone.error_code.value == Errors.INVALID_CONFIG
+    described = roundtrip(apis, build(request_class(ApiKey.DESCRIBE_CONFIGS, 4), {
+        "resources": [{"resource_type": 2, "resource_name": "t", "configuration_keys": None}],
+        "include_synonyms": False, "include_documentation": False}))  # fmt: skip
+    configs = {c.name: c.value for c in described.results[0].configs}
+    assert (configs["delete.retention.ms"], configs["flush.ms"]) == ("1000", "10")
+    assert configs["segment.ms"] == "604800000"  # Kafka's default where the topic set none
+
+
+def test_topic_timestamp_window_is_the_leaders_validator_window(apis) -> None:
+    """message.timestamp.after.max.ms of the topic bounds how far ahead a record may be."""
+    assert _create(apis, "t", {"message.timestamp.after.max.ms": "0"}).error_code.value == 0
+    future = build_batch([(None, b"a")], timestamp=2**62)
+    part = _produce(apis, "t", 0, future)
+    assert part.error_code.value == Errors.INVALID_TIMESTAMP
+    assert _alter(apis, "t", "message.timestamp.after.max.ms", str(2**62)).error_code.value == 0
+    assert _produce(apis, "t", 0, future).error_code.value == Errors.NONE
