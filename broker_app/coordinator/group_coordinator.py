@@ -465,13 +465,20 @@ class GroupCoordinator:
         if g is None or (generation_id < 0 and g.is_(GroupState.EMPTY)):
             # A group only using Kafka to store offsets (assign mode, or admin tools).
             return Errors.NONE if generation_id < 0 else Errors.ILLEGAL_GENERATION
+        # Kafka's ClassicGroup.validateOffsetCommit: member and generation first, so a member
+        # of an older generation learns it must rejoin (ILLEGAL_GENERATION), and only a
+        # current member committing before its SyncGroup hears REBALANCE_IN_PROGRESS.
+        if generation_id >= 0 or member_id:
+            if member_id not in g.members:
+                return Errors.UNKNOWN_MEMBER_ID
+            if generation_id != g.generation_id:
+                return Errors.ILLEGAL_GENERATION
+        elif not g.is_(GroupState.EMPTY):
+            return Errors.UNKNOWN_MEMBER_ID  # v0-style commit to a group with members
         if g.is_(GroupState.COMPLETING_REBALANCE):
             return Errors.REBALANCE_IN_PROGRESS
-        if member_id not in g.members:
-            return Errors.UNKNOWN_MEMBER_ID
-        if generation_id != g.generation_id:
-            return Errors.ILLEGAL_GENERATION
-        g.members[member_id].last_heartbeat_ms = now_ms  # a commit counts as a heartbeat
+        if member_id in g.members:
+            g.members[member_id].last_heartbeat_ms = now_ms  # a commit counts as a heartbeat
         return Errors.NONE
 
     def fetch_offsets(

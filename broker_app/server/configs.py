@@ -220,7 +220,7 @@ def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
     return {k: validate_topic_config(k, v) for k, v in configs.items()}
 
 
-def broker_configs(config: Any) -> dict[str, tuple[str, int]]:
+def broker_configs(config: Any) -> dict[str, tuple[str | None, int]]:
     """A broker's settings as DescribeConfigs shows them: name -> (value, config type)."""
     return {
         "broker.id": (str(config.node_id), TYPE_INT),
@@ -237,10 +237,12 @@ def broker_configs(config: Any) -> dict[str, tuple[str, int]]:
         "offsets.topic.replication.factor": (
             str(config.offsets_topic_replication_factor), TYPE_INT),
         "socket.request.max.bytes": (str(config.max_frame_bytes), TYPE_INT),
+        # null when unset, as Kafka describes it (librdkafka's 0101 finds racks this way)
+        "broker.rack": (config.broker_rack, TYPE_STRING),
     }  # fmt: skip
 
 
-def describe_entry(name: str, value: str, source: int, config_type: int,
+def describe_entry(name: str, value: str | None, source: int, config_type: int,
                    read_only: bool = False) -> dict[str, Any]:  # fmt: skip
     """One DescribeConfigs result entry (fields of every version; build() keeps the right ones)."""
     return {
@@ -271,7 +273,7 @@ BROKER_CONFIG_NAMES = frozenset({
     "broker.id", "node.id", "min.insync.replicas", "num.partitions", "default.replication.factor",
     "auto.create.topics.enable", "log.segment.bytes", "message.max.bytes", "log.dirs",
     "replica.lag.time.max.ms", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
-    "socket.request.max.bytes", "unclean.leader.election.enable"})  # fmt: skip
+    "socket.request.max.bytes", "unclean.leader.election.enable", "broker.rack"})  # fmt: skip
 
 
 def describe_broker(broker_config: Any, wanted: list[str] | None,

@@ -23,6 +23,8 @@ TARGETS: dict[str, tuple[str, str]] = {
     "snapshot": ("harness.bench.snapshot", "KIP-630 metadata snapshot size, write and load "
                  "time vs replaying the log (issue 13)"),
     "sim": ("harness.bench.sim", "simulated schedules per minute (3 brokers, random nemesis)"),
+    "rdkafka-suite": ("harness.bench.rdkafka_suite", "issue 29: librdkafka's own integration "
+                      "tests (Debian's source package) against 1 controller + 3 brokers"),
     "sweep": ("harness.bench.sweep", "issue 24: fresh-seed sim sweep of the default mode over "
               "the random plans (0 violations expected) and of each legacy behaviour (found)"),
 }

@@ -21,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.bench.broker import REPO, Result, drive
-from harness.localproc import free_port, wait_listening
+from harness.localproc import LocalCluster, free_port, wait_listening
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,31 +84,13 @@ def run(args: argparse.Namespace) -> int:
             results.append(drive(f"127.0.0.1:{port}", "single acks=1", _case(args, "1")))
             _stop(procs)
             procs.clear()
-            cport = free_port()
-            _start([py, "-m", "broker_app.controller.main", "--port", str(cport),
-                    "--data-dir", str(base / "controller"), "--log-level", "WARNING"],
-                   cport, procs, base / "controller.log")  # fmt: skip
-            ports = []
-            for i in (1, 2, 3):
-                port = free_port()
-                ports.append(port)
-                _start([py, "-m", "broker_app.server.main", "--node-id", str(i),
-                        "--port", str(port), "--data-dir", str(base / f"b{i}"),
-                        "--controller", f"127.0.0.1:{cport}", "--log-level", "WARNING",
-                        "--no-auto-create-topics"],
-                       port, procs, base / f"b{i}.log")  # fmt: skip
-            bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
-            deadline = time.monotonic() + 60
-            while True:  # brokers unfence once they caught up with the metadata log
-                try:
-                    _wait_leader_and_isr(bootstrap)
-                    break
-                except Exception:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.5)
-            for acks in ("all", "1"):
-                results.append(drive(bootstrap, f"rf3 acks={acks}", _case(args, acks)))
+            with LocalCluster(base / "rf3", 3, broker_args=["--log-level", "WARNING",
+                                                            "--no-auto-create-topics"],
+                              controller_args=["--log-level", "WARNING"]) as cluster:
+                bootstrap = cluster.bootstrap
+                _wait_leader_and_isr(bootstrap)
+                for acks in ("all", "1"):
+                    results.append(drive(bootstrap, f"rf3 acks={acks}", _case(args, acks)))
         finally:
             _stop(procs)
     single = results[0]

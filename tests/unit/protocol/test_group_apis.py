@@ -218,6 +218,12 @@ def test_group_requests_during_a_rebalance_and_against_a_live_group(tmp_path: Pa
         assert (rejoined.error_code.value, rejoined.generation_id) == (E.NONE, 2)
         # Joined but not synced (CompletingRebalance): a commit is REBALANCE_IN_PROGRESS.
         assert _commit(apis, 4, 2, m1.member_id) == E.REBALANCE_IN_PROGRESS
+        # ...but member and generation are checked first (ClassicGroup.validateOffsetCommit):
+        # a commit of the old generation is ILLEGAL_GENERATION, so the consumer rejoins
+        # (librdkafka's 0113 cooperative rebalance test), and an unknown member is told so.
+        assert _commit(apis, 4, 1, m1.member_id) == E.ILLEGAL_GENERATION
+        assert _commit(apis, 4, 2, "nobody") == E.UNKNOWN_MEMBER_ID
+        assert _commit(apis, 4, -1, "") == E.UNKNOWN_MEMBER_ID  # no member in a live group
         sync_old = _call(apis, ApiKey.SYNC_GROUP, 5, {
             "group_id": "g", "generation_id": 1, "member_id": m1.member_id,
             "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",

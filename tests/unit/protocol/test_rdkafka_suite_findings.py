@@ -136,3 +136,27 @@ def test_topic_timestamp_window_is_the_leaders_validator_window(apis) -> None:
     assert part.error_code.value == Errors.INVALID_TIMESTAMP
     assert _alter(apis, "t", "message.timestamp.after.max.ms", str(2**62)).error_code.value == 0
     assert _produce(apis, "t", 0, future).error_code.value == Errors.NONE
+
+
+def _describe_broker(apis: Any) -> dict[str, str | None]:
+    described = roundtrip(apis, build(request_class(ApiKey.DESCRIBE_CONFIGS, 4), {
+        "resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": None}],
+        "include_synonyms": False, "include_documentation": False}))  # fmt: skip
+    assert described.results[0].error_code.value == Errors.NONE
+    return {c.name: c.value for c in described.results[0].configs}
+
+
+def test_0101_broker_rack_is_described(tmp_path: Any, apis: Any) -> None:
+    """librdkafka's fetch-from-follower test finds each broker's rack with DescribeConfigs
+    and skipped itself when broker.rack was missing; null when unset, as Kafka has it."""
+    from broker_app.config import BrokerConfig
+    from broker_app.server.main import build_broker
+
+    assert "broker.rack" in _describe_broker(apis)
+    assert _describe_broker(apis)["broker.rack"] is None
+    racked, log_manager = build_broker(BrokerConfig(node_id=1, data_dir=tmp_path / "r",
+                                                    port=9092, broker_rack="RACK1"))
+    try:
+        assert _describe_broker(racked)["broker.rack"] == "RACK1"
+    finally:
+        log_manager.shutdown()

@@ -1,0 +1,315 @@
+"""`highwater bench rdkafka-suite`: librdkafka's own integration tests against highwater.
+
+librdkafka's `tests/` folder is the suite its authors run against real Kafka clusters; here
+it is an oracle for what a broker must do for the most used client library (issue 29).
+
+- Source: Debian's source package of librdkafka (`apt-get source --download-only` with a
+  private apt configuration holding one deb-src line, so the machine's own apt setup is not
+  touched; nothing but Debian's archive is reached), or a source tree given with `--source`.
+  Downloaded and built once into `--work` (default ~/.cache/highwater/rdkafka-suite).
+- Build: `./configure` without SSL, SASL, GSSAPI, curl; `make libs`; `make -C tests
+  test-runner` (the tests need gcc, g++ and make).
+- Cluster: one controller and three brokers as local processes (racks RACK1-3), for each of
+  the suite's scenarios the chosen tests need: `default` (auto-create on, 4 partitions, RF 3,
+  as its scenarios/default.json) and `noautocreate`.
+- Tests: every test of `tests/test.c`'s table that needs a broker (TEST_F_LOCAL ones test the
+  client alone, manual ones need a person), one `test-runner` process per test number with
+  TESTS set, `-p1`, TEST_KAFKA_VERSION and a bound (`--timeout`); SSL, SASL and ACL tests skip
+  themselves without those settings, and tests that need Kafka's own tools skip without
+  KAFKA_PATH. Known broker-independent skips are listed in SKIP with their reason.
+- Output: `rdkafka-suite.tsv` in a run directory under `--out` (test number, name, PASS /
+  FAIL / SKIP, seconds, first error line) and `rdkafka-suite.md` (the same as a table for
+  docs/compat-librdkafka.md); the .tsv's path is printed last.
+
+Exit code 0 when the suite ran (whatever its verdicts), 2 when it could not be set up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.localproc import LocalCluster
+
+DEFAULT_WORK = Path.home() / ".cache" / "highwater" / "rdkafka-suite"
+DEBIAN_SOURCES = ("deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
+                  "http://deb.debian.org/debian bookworm main\n")  # fmt: skip
+CONFIGURE = ["./configure", "--disable-ssl", "--disable-gssapi", "--disable-sasl",
+             "--disable-curl"]  # fmt: skip
+SCENARIO_ARGS = {
+    "default": [],
+    "noautocreate": ["--no-auto-create-topics"],
+}
+# Tests the runner does not start, with why (none of them is about the broker under test).
+SKIP: dict[str, str] = {}
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_ROW = re.compile(r"^\|\s*(\d{4}\w*)\s*\|\s*(\w+)\s*\|\s*([\d.]+)s\s*\|\s?(.*)$")
+
+
+@dataclass
+class SuiteTest:
+    """One entry of test.c's table."""
+
+    number: str
+    name: str
+    flags: str
+    scenario: str
+
+    @property
+    def needs_broker(self) -> bool:
+        return "TEST_F_LOCAL" not in self.flags and "TEST_F_MANUAL" not in self.flags
+
+
+@dataclass
+class Outcome:
+    number: str
+    name: str
+    verdict: str  # PASS, FAIL, SKIP
+    seconds: float
+    first_error: str
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--source", type=Path, default=None,
+                        help="a librdkafka source tree to use instead of Debian's package")
+    parser.add_argument("--work", type=Path, default=DEFAULT_WORK,
+                        help="where the source is downloaded and built (kept between runs)")
+    parser.add_argument("--out", type=Path, default=Path("runs"),
+                        help="the run directory is made under this folder")
+    parser.add_argument("--tests", default=None,
+                        help="comma-separated test numbers (default: every broker test)")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="seconds each test may take before it is killed and FAILs")
+    parser.add_argument("--kafka-version", default="4.1.0",
+                        help="TEST_KAFKA_VERSION given to the tests")  # fmt: skip
+
+
+def debian_source(work: Path) -> Path:
+    """Debian's librdkafka source, unpacked under `work` (downloaded the first time)."""
+    for tree in sorted(work.glob("librdkafka-*/tests/test.c")):
+        return tree.parents[1]
+    apt = work / "apt"
+    (apt / "lists" / "partial").mkdir(parents=True, exist_ok=True)
+    (apt / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
+    (apt / "sources.list").write_text(DEBIAN_SOURCES)
+    opts = ["-o", f"Dir::Etc::SourceList={apt / 'sources.list'}",
+            "-o", "Dir::Etc::SourceParts=/dev/null", "-o", f"Dir::State::Lists={apt / 'lists'}",
+            "-o", f"Dir::Cache={apt / 'cache'}", "-o", "APT::Sandbox::User=root"]  # fmt: skip
+    _run(["apt-get", *opts, "update", "-q"], work, 600)
+    _run(["apt-get", *opts, "source", "--download-only", "-q", "librdkafka"], work, 600)
+    tarballs = sorted(work.glob("librdkafka_*.orig.tar.gz"))
+    if not tarballs:
+        raise RuntimeError(f"apt-get source left no librdkafka_*.orig.tar.gz in {work}")
+    _run(["tar", "xzf", tarballs[-1].name], work, 300)
+    for tree in sorted(work.glob("librdkafka-*/tests/test.c")):
+        return tree.parents[1]
+    raise RuntimeError(f"{tarballs[-1]} holds no librdkafka-*/tests/test.c")
+
+
+RAPIDJSON = Path("/usr/include/rapidjson/schema.h")  # Debian's rapidjson-dev
+
+
+def build(src: Path) -> Path:
+    """The tests' test-runner, built (once) in `src`; again when rapidjson-dev appeared since
+    (without it the tests that check statistics JSON, 0053 and 0101 among them, skip)."""
+    runner = src / "tests" / "test-runner"
+    config = src / "Makefile.config"
+    with_json = config.exists() and re.search(r"^WITH_RAPIDJSON=\s*y", config.read_text(
+        errors="replace"), re.M) is not None  # fmt: skip
+    if runner.exists() and (with_json or not RAPIDJSON.exists()):
+        return runner
+    if runner.exists():
+        _run(["make", "clean"], src, 600)
+        _run(["make", "-C", "tests", "clean"], src, 600)
+    if not RAPIDJSON.exists():
+        print(f"rdkafka-suite: {RAPIDJSON} missing (Debian's rapidjson-dev): tests that "
+              "check statistics JSON will skip themselves", file=sys.stderr)
+    for tool in ("gcc", "g++", "make"):
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"building librdkafka's tests needs {tool}, not found on PATH")
+    jobs = str(os.cpu_count() or 1)
+    _run(CONFIGURE, src, 600)
+    _run(["make", "-j", jobs, "libs"], src, 3600)
+    _run(["make", "-C", "tests", "-j", jobs, "test-runner"], src, 3600)
+    if not runner.exists():
+        raise RuntimeError(f"make did not produce {runner}")
+    return runner
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float) -> None:
+    log = cwd / "highwater-setup.log"
+    with open(log, "ab") as f:
+        f.write(f"$ {' '.join(cmd)}\n".encode())
+        f.flush()
+        rc = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT,
+                            timeout=timeout, check=False).returncode  # fmt: skip
+    if rc != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])} … failed with exit code {rc}; see {log}")
+
+
+def suite_tests(test_c: Path) -> list[SuiteTest]:
+    """The `tests[]` table of test.c: number, name, flags, scenario (default "default")."""
+    text = test_c.read_text(errors="replace")
+    table = text[text.index("struct test tests[] = {"):]
+    table = table[: table.index("\n};")]
+    out = []
+    # One entry per _TEST( ... ), up to the matching parenthesis.
+    for start in [m.start() for m in re.finditer(r"_TEST\(", table)]:
+        depth, i = 0, start + len("_TEST")
+        while i < len(table):
+            depth += {"(": 1, ")": -1}.get(table[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        entry = table[start:i + 1]
+        m = re.match(r"_TEST\(\s*(\d{4})_(\w+)\s*,\s*([^,)]*)", entry)
+        if m is None:
+            continue
+        scenario = re.search(r'\.scenario\s*=\s*"([^"]*)"', entry)
+        out.append(SuiteTest(m.group(1), m.group(2), m.group(3).strip(),
+                             scenario.group(1) if scenario else "default"))  # fmt: skip
+    return out
+
+
+def parse_summary(output: str) -> list[tuple[str, str, float, str]]:
+    """(name, state, seconds, reason) of each row of test-runner's summary table."""
+    rows = []
+    for line in _ANSI.sub("", output).splitlines():
+        m = _ROW.match(line.strip())
+        if m and m.group(1)[:4].isdigit():
+            rows.append((m.group(1), m.group(2), float(m.group(3)), m.group(4).strip()))
+    return rows
+
+
+_FAILED_AT = re.compile(r'^### Test "(\d{4}\w*)[^"]*" failed at ([^ ]+) at .*###$')
+# A failure whose reason says the test needs Kafka's own command-line tools.
+_NEEDS_TOOLS = ("KAFKA_PATH",)
+
+
+def failures(output: str) -> dict[str, str]:
+    """Test name -> "reason (where)" for each `### Test "NAME ..." failed at WHERE` block."""
+    lines = _ANSI.sub("", output).splitlines()
+    out: dict[str, str] = {}
+    for i, line in enumerate(lines):
+        m = _FAILED_AT.match(line.strip())
+        if m and m.group(1) not in out:
+            reason = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            out[m.group(1)] = f"{reason} ({m.group(2)})"[:300]
+    return out
+
+
+def run_one(runner: Path, entries: list[SuiteTest], bootstrap: str, scenario: str,
+            timeout: float, version: str, logs: Path) -> list[Outcome]:  # fmt: skip
+    """Run one test number's `entries` (the table's entries of that number in `scenario`) in
+    one test-runner and return an outcome for each."""
+    number = entries[0].number
+    conf = logs / "test.conf"
+    conf.write_text(f"bootstrap.servers={bootstrap}\n")
+    env = {**os.environ, "TESTS": number, "TEST_KAFKA_VERSION": version,
+           "RDKAFKA_TEST_CONF": str(conf), "TEST_SCENARIO": scenario}  # fmt: skip
+    env.pop("KAFKA_PATH", None)
+    env.pop("CI", None)  # the suite's CI mode runs tests in parallel
+    tests_dir = runner.parent
+    env["LD_LIBRARY_PATH"] = f"{tests_dir.parent / 'src'}:{tests_dir.parent / 'src-cpp'}"
+    started = time.monotonic()
+    try:
+        proc = subprocess.run([str(runner), "-p1", "-L"], cwd=tests_dir, env=env,
+                              timeout=timeout, capture_output=True, check=False)  # fmt: skip
+        output = proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
+        ended = ""
+    except subprocess.TimeoutExpired as exc:
+        output = (exc.stdout or b"").decode(errors="replace") + \
+            (exc.stderr or b"").decode(errors="replace")
+        ended = f"killed after {timeout:.0f}s"
+    took = round(time.monotonic() - started, 1)
+    (logs / f"{number}-{scenario}.log").write_text(output)
+    rows = {name: (state, secs, reason) for name, state, secs, reason in parse_summary(output)}
+    failed = failures(output)
+    out = []
+    for t in entries:
+        full = f"{t.number}_{t.name}"
+        state, secs, reason = rows.get(full, ("", took, ""))
+        verdict = {"PASSED": "PASS", "FAILED": "FAIL", "SKIPPED": "SKIP"}.get(state, "FAIL")
+        error = failed.get(full, reason if verdict != "PASS" else "")
+        if verdict == "FAIL" and not error:
+            error = ended or (f"state {state}" if state else "the runner ended before its "
+                              "summary table")  # fmt: skip
+        if verdict == "FAIL" and any(k in error for k in _NEEDS_TOOLS):
+            verdict, error = "SKIP", f"needs Kafka's own tools: {error}"
+        out.append(Outcome(t.number, t.name, verdict, secs, error))
+    return out
+
+
+def write_tables(outcomes: list[Outcome], run_dir: Path, wall_s: float) -> Path:
+    tsv = run_dir / "rdkafka-suite.tsv"
+    with open(tsv, "w") as f:
+        f.write("test\tname\tverdict\tseconds\tfirst_error\n")
+        for o in outcomes:
+            err = o.first_error.replace("\t", " ").replace("\n", " ")
+            f.write(f"{o.number}\t{o.name}\t{o.verdict}\t{o.seconds:.1f}\t{err}\n")
+    counts = {v: sum(o.verdict == v for o in outcomes) for v in ("PASS", "FAIL", "SKIP")}
+    md = [f"{len(outcomes)} tests: {counts['PASS']} PASS, {counts['FAIL']} FAIL, "
+          f"{counts['SKIP']} SKIP in {wall_s / 60:.1f} min.", "",
+          "| test | name | verdict | s | first error |", "|---|---|---|---|---|"]  # fmt: skip
+    for o in outcomes:
+        md.append(f"| {o.number} | {o.name} | {o.verdict} | {o.seconds:.1f} | "
+                  f"{o.first_error.replace('|', '/')[:160]} |")  # fmt: skip
+    (run_dir / "rdkafka-suite.md").write_text("\n".join(md) + "\n")
+    return tsv
+
+
+def run(args: argparse.Namespace) -> int:
+    args.work.mkdir(parents=True, exist_ok=True)
+    try:
+        src = args.source.resolve() if args.source else debian_source(args.work)
+        print(f"librdkafka source: {src}", flush=True)
+        runner = build(src)
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        print(f"rdkafka-suite: cannot set up librdkafka's tests: {e}", file=sys.stderr)
+        return 2
+    tests = [t for t in suite_tests(src / "tests" / "test.c") if t.needs_broker]
+    if args.tests:
+        wanted = {n.strip() for n in args.tests.split(",")}
+        tests = [t for t in tests if t.number in wanted]
+    run_dir = args.out / time.strftime("%Y%m%d-%H%M%S-rdkafka-suite")
+    logs = run_dir / "logs"
+    logs.mkdir(parents=True)
+    outcomes: list[Outcome] = []
+    started = time.monotonic()
+    for scenario in sorted({s for t in tests for s in t.scenario.split(",")}
+                           & set(SCENARIO_ARGS)):  # fmt: skip
+        numbers = sorted({t.number for t in tests if scenario in t.scenario.split(",")})
+        if not numbers:
+            continue
+        broker_args = ["--log-level", "WARNING", "--num-partitions", "4",
+                       "--default-replication-factor", "3", *SCENARIO_ARGS[scenario]]
+        controller_args = ["--log-level", "WARNING", "--num-partitions", "4",
+                           "--default-replication-factor", "3"]
+        print(f"scenario {scenario}: {len(numbers)} tests", flush=True)
+        with LocalCluster(run_dir / f"cluster-{scenario}", 3, broker_args=broker_args,
+                          controller_args=controller_args,
+                          racks=["RACK1", "RACK2", "RACK3"]) as cluster:  # fmt: skip
+            for number in numbers:
+                entries = [t for t in tests if t.number == number
+                           and scenario in t.scenario.split(",")]  # fmt: skip
+                if number in SKIP:
+                    outcomes += [Outcome(number, t.name, "SKIP", 0.0, SKIP[number])
+                                 for t in entries]  # fmt: skip
+                    continue
+                for o in run_one(runner, entries, cluster.bootstrap, scenario, args.timeout,
+                                 args.kafka_version, logs):  # fmt: skip
+                    outcomes.append(o)
+                    print(f"  {o.number} {o.name:<40} {o.verdict} {o.seconds:7.1f}s "
+                          f"{o.first_error[:100]}", flush=True)  # fmt: skip
+    outcomes.sort(key=lambda o: (o.number, o.name))
+    tsv = write_tables(outcomes, run_dir, time.monotonic() - started)
+    print((run_dir / "rdkafka-suite.md").read_text().splitlines()[0])
+    print(tsv)
+    return 0
