@@ -526,6 +526,41 @@ class GroupCoordinator:
 
         self.log.append(self.partition_for(group_id), records, stored)
 
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition],
+                       respond: Callable[[int, dict[TopicPartition, int]], None]) -> None:
+        """OffsetDelete (KIP-496), as Kafka's OffsetMetadataManager.deleteOffsets: a group that
+        is not empty may lose offsets only if it is a consumer group and only of topics no
+        member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC per partition otherwise); the others
+        become tombstones in __consumer_offsets. respond(top-level error, error per partition)."""
+        err = self.coordinator_error(group_id)
+        g = self.groups.get(group_id)
+        if err == Errors.NONE and (g is None or g.is_(GroupState.DEAD)):
+            err = Errors.GROUP_ID_NOT_FOUND
+        elif err == Errors.NONE and not g.is_(GroupState.EMPTY) \
+                and g.protocol_type != "consumer":  # type: ignore[union-attr]
+            err = Errors.NON_EMPTY_GROUP
+        if err != Errors.NONE:
+            respond(err, {})
+            return
+        assert g is not None
+        subscribed = g.subscribed_topics()
+        results = {tp: Errors.GROUP_SUBSCRIBED_TO_TOPIC if tp[0] in subscribed else Errors.NONE
+                   for tp in partitions}  # fmt: skip
+        gone = [tp for tp, e in results.items() if e == Errors.NONE and tp in g.offsets]
+        if not gone:
+            respond(Errors.NONE, results)
+            return
+
+        def stored(code: int) -> None:
+            if code == Errors.NONE and self.groups.get(group_id) is g:
+                for tp in gone:
+                    g.offsets.pop(tp, None)
+            code = store_error(code, for_offsets=False)
+            respond(code, results if code == Errors.NONE else {})
+
+        self.log.append(self.partition_for(group_id),
+                        [(offset_commit_key(group_id, t, p), None) for t, p in gone], stored)
+
     def _store_group(self, g: ClassicGroup, now_ms: int, done: Callable[[int], None]) -> None:
         value = group_metadata_value(g.to_record(now_ms))
         self.log.append(self.partition_for(g.group_id), [(group_metadata_key(g.group_id), value)],

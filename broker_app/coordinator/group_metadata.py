@@ -92,6 +92,17 @@ class ClassicGroup:
             self.supported_protocols() & set(protocols)
         )
 
+    def subscribed_topics(self) -> set[str]:
+        """The topics the members of a "consumer" group subscribe to, read from their
+        ConsumerProtocolSubscription metadata for the group's protocol (Kafka's
+        ClassicGroup.computeSubscribedTopics); metadata that does not parse adds none."""
+        if self.protocol_type != "consumer" or self.protocol_name is None:
+            return set()
+        topics: set[str] = set()
+        for m in self.members.values():
+            topics |= consumer_subscription_topics(m.metadata_for(self.protocol_name))
+        return topics
+
     def select_protocol(self) -> str:
         """Kafka's ClassicGroup.selectProtocol: each member votes for its most preferred protocol
         among those all members support; most votes wins (ties: the earliest member's vote)."""
@@ -139,3 +150,24 @@ class ClassicGroup:
             )  # fmt: skip
         g.transition(GroupState.STABLE if g.members else GroupState.EMPTY, now_ms)
         return g
+
+
+def consumer_subscription_topics(metadata: bytes) -> set[str]:
+    """The topics of a ConsumerProtocolSubscription (any version: int16 version, then an
+    int32-counted array of int16-length strings); empty when it does not parse."""
+    import struct
+
+    try:
+        (count,) = struct.unpack_from(">i", metadata, 2)
+        if count < 0 or count > len(metadata):
+            return set()
+        pos, topics = 6, set()
+        for _ in range(count):
+            (n,) = struct.unpack_from(">h", metadata, pos)
+            if n < 0 or pos + 2 + n > len(metadata):
+                return set()
+            topics.add(metadata[pos + 2:pos + 2 + n].decode())
+            pos += 2 + n
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return set()

@@ -48,6 +48,7 @@ class ApiKey(IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
     ALTER_PARTITION_REASSIGNMENTS = 45
     LIST_PARTITION_REASSIGNMENTS = 46
+    OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
     DESCRIBE_TOPIC_PARTITIONS = 75
 
@@ -82,6 +83,7 @@ SUPPORTED_APIS: dict[int, VersionRange] = {
     ApiKey.DESCRIBE_GROUPS: VersionRange(0, 5),
     ApiKey.LIST_GROUPS: VersionRange(0, 5),
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
+    ApiKey.OFFSET_DELETE: VersionRange(0, 0),  # KIP-496
     # admin (server/admin_apis.py)
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0),  # forwarded to the controller
     ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),

@@ -321,9 +321,12 @@ class GroupApis:
     def handle_list_groups(self, request: Request) -> Any:
         self.tick()
         states = set(getattr(request.body, "states_filter", ()) or ())
+        # v5 (KIP-848): every group here is "classic"; a filter without it lists none.
+        types = {t.lower() for t in getattr(request.body, "types_filter", ()) or ()}
         groups = [{"group_id": g.group_id, "protocol_type": g.protocol_type or "",
                    "group_state": g.state.value, "group_type": "classic"}
-                  for g in self.coordinator.list_groups(states)]  # fmt: skip
+                  for g in self.coordinator.list_groups(states)
+                  if not types or "classic" in types]  # fmt: skip
         return self._respond(request, {"throttle_time": 0, "error_code": Errors.NONE,
                                        "groups": groups})  # fmt: skip
 
@@ -352,6 +355,25 @@ class GroupApis:
                     } for m in g.members.values()]  # fmt: skip
             out.append(entry)
         return self._respond(request, {"throttle_time": 0, "groups": out})
+
+    def handle_offset_delete(self, request: Request) -> Any:
+        from .kafka_apis import Deferred
+
+        b = request.body
+        wanted = [(t.name, p.partition_index) for t in b.topics for p in t.partitions]
+        deferred = Deferred()
+
+        def done(err: int, results: dict[tuple[str, int], int]) -> None:
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for tp in wanted if err == Errors.NONE else []:
+                by_topic.setdefault(tp[0], []).append(
+                    {"partition_index": tp[1], "error_code": results[tp]})
+            deferred.resolve(self._respond(request, {
+                "error_code": err, "throttle_time": 0,
+                "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()]}))
+
+        self.coordinator.delete_offsets(b.group_id, wanted, done)
+        return deferred.value if deferred.done else deferred
 
     def handle_delete_groups(self, request: Request) -> Any:
         from .kafka_apis import Deferred

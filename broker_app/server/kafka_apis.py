@@ -150,6 +150,7 @@ class KafkaApis:
             ApiKey.LIST_GROUPS: groups.handle_list_groups,
             ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
             ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+            ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: admin.handle_alter_partition_reassignments,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: admin.handle_list_partition_reassignments,
             ApiKey.DESCRIBE_CLUSTER: admin.handle_describe_cluster,

@@ -279,3 +279,70 @@ def test_truncated_group_requests_are_refused_not_crashed_on(tmp_path: Path) -> 
             for (k, v), d in requests.items())
     finally:
         lm.shutdown()
+
+
+def _subscription(*topics: str) -> bytes:
+    """A ConsumerProtocolSubscription v0: version, topics, null user data."""
+    import struct
+
+    body = struct.pack(">hi", 0, len(topics))
+    for t in topics:
+        body += struct.pack(">h", len(t)) + t.encode()
+    return body + struct.pack(">i", -1)
+
+
+def _offset_delete(apis, group: str, *tps: tuple[str, int]) -> tuple[int, dict]:
+    resp = _call(apis, ApiKey.OFFSET_DELETE, 0, {"group_id": group, "topics": [
+        {"name": t, "partitions": [{"partition_index": p}]} for t, p in tps]})  # fmt: skip
+    return resp.error_code.value, {(t.name, p.partition_index): p.error_code.value
+                                   for t in resp.topics for p in t.partitions}  # fmt: skip
+
+
+def test_offset_delete_and_list_groups_type_filter(tmp_path: Path) -> None:
+    """OffsetDelete (KIP-496) as Kafka's OffsetMetadataManager.deleteOffsets, which librdkafka's
+    admin test (0081 DeleteConsumerGroupOffsets) uses; ListGroups v5's type filter."""
+    apis, lm = _broker(tmp_path / "d")
+    try:
+        for t in ("t", "u"):
+            apis._create_topic(t, 1, 1, {})
+        _find(apis)
+        assert _offset_delete(apis, "g", ("t", 0)) == (E.GROUP_ID_NOT_FOUND, {})
+        # An empty group (offsets only): deleted, and gone from OffsetFetch.
+        assert _commit(apis, 5) == E.NONE
+        assert _offset_delete(apis, "g", ("t", 0)) == (E.NONE, {("t", 0): E.NONE})
+        _, found = apis.groups.coordinator.fetch_offsets("g", [("t", 0)])
+        assert found[("t", 0)] is None
+        # A live consumer group subscribed to t: t's offsets stay, u's may go.
+        _commit(apis, 6)  # t-0 again, while the group is still empty
+        joined = _call(apis, ApiKey.JOIN_GROUP, 5, {
+            "group_id": "g", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+            "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": _subscription("t")}], "reason": None})
+        joined = _call(apis, ApiKey.JOIN_GROUP, 5, {
+            "group_id": "g", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+            "member_id": joined.member_id, "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": _subscription("t")}], "reason": None})
+        assert joined.error_code.value == E.NONE
+        err, parts = _offset_delete(apis, "g", ("t", 0), ("u", 0))
+        assert (err, parts) == (E.NONE, {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC,
+                                         ("u", 0): E.NONE})  # fmt: skip
+        # A live group of another protocol type keeps every offset.
+        other = _call(apis, ApiKey.JOIN_GROUP, 5, {
+            "group_id": "c", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+            "member_id": "", "group_instance_id": None, "protocol_type": "connect",
+            "protocols": [{"name": "x", "metadata": b""}], "reason": None})  # fmt: skip
+        _call(apis, ApiKey.JOIN_GROUP, 5, {
+            "group_id": "c", "session_timeout": 10_000, "rebalance_timeout": 10_000,
+            "member_id": other.member_id, "group_instance_id": None, "protocol_type": "connect",
+            "protocols": [{"name": "x", "metadata": b""}], "reason": None})  # fmt: skip
+        assert _offset_delete(apis, "c", ("t", 0)) == (E.NON_EMPTY_GROUP, {})
+
+        def listed(types: list[str]) -> list[str]:
+            resp = _call(apis, ApiKey.LIST_GROUPS, 5, {"states_filter": [],
+                                                       "types_filter": types})
+            return sorted(g.group_id for g in resp.groups)
+
+        assert listed([]) == listed(["Classic"]) == ["c", "g"]
+        assert listed(["consumer"]) == []
+    finally:
+        lm.shutdown()

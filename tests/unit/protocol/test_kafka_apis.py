@@ -161,6 +161,8 @@ def request_data(api_key: int, batch: bytes) -> dict[str, Any]:
         ApiKey.LIST_GROUPS: {"states_filter": [], "types_filter": []},
         ApiKey.DESCRIBE_GROUPS: {"groups": ["g"], "include_authorized_operations": False},
         ApiKey.DELETE_GROUPS: {"groups_names": ["g"]},
+        ApiKey.OFFSET_DELETE: {"group_id": "g",
+                               "topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]},
         ApiKey.ALTER_PARTITION_REASSIGNMENTS: {
             "timeout": 1000,
             "topics": [{"name": "t", "partitions": [{"partition_index": 0, "replicas": [1]}]}],
