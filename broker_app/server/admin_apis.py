@@ -24,10 +24,11 @@ from broker_app.protocol.codec import Request
 from broker_app.protocol.error_codes import Errors
 from broker_app.storage.errors import StorageError
 
+from .api_common import CLUSTER_OPERATIONS, authorized_operations
+
 if TYPE_CHECKING:
     from .kafka_apis import KafkaApis
 
-CLUSTER_AUTHORIZED_OPERATIONS_OMITTED = -2147483648  # Kafka's INT32_MIN sentinel
 
 
 class AdminApis:
@@ -53,7 +54,9 @@ class AdminApis:
             "throttle_time": 0, "error_code": Errors.NONE, "error_message": None,
             "endpoint_type": 1, "cluster_id": config.cluster_id, "controller_id": controller,
             "brokers": brokers,
-            "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPERATIONS_OMITTED,
+            "cluster_authorized_operations": authorized_operations(
+                getattr(request.body, "include_cluster_authorized_operations", False),
+                CLUSTER_OPERATIONS),
         })  # fmt: skip
 
     def handle_alter_partition_reassignments(self, request: Request) -> Any:

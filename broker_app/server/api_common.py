@@ -6,7 +6,10 @@ Pure functions over kio requests and a metadata image, no I/O. Contract:
   UNSUPPORTED_VERSION when the client asked for a version we do not speak (KIP-511);
 - requested_topic_names / image_topic_metadata / metadata_topic_error turn a Metadata request
   and a MetadataImage into the response's topic entries, exactly as the metadata log has them;
-- ms(value) turns a kio duration (timedelta or int) into non-negative milliseconds.
+- ms(value) turns a kio duration (timedelta or int) into non-negative milliseconds;
+- authorized_operations(body_flag, OPERATIONS) is what Kafka without an authorizer reports to a
+  request that asked for authorized operations (KIP-430): every operation the resource type
+  supports (AclEntry.supportedOperations), else the INT32_MIN "not asked" sentinel.
 """
 
 from __future__ import annotations
@@ -19,6 +22,28 @@ from broker_app.protocol.apis import ApiKey, VersionRange
 from broker_app.protocol.codec import Request, response_class
 from broker_app.protocol.entities import build
 from broker_app.protocol.error_codes import Errors
+
+# Kafka's AclOperation codes, and the operations each resource type supports.
+_ACL_OPERATIONS = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7, "DESCRIBE": 8,
+                   "CLUSTER_ACTION": 9, "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11,
+                   "IDEMPOTENT_WRITE": 12}  # fmt: skip
+
+
+def _operations(*names: str) -> int:
+    return sum(1 << _ACL_OPERATIONS[n] for n in names)
+
+
+TOPIC_OPERATIONS = _operations("READ", "WRITE", "CREATE", "DESCRIBE", "DELETE", "ALTER",
+                               "DESCRIBE_CONFIGS", "ALTER_CONFIGS")
+GROUP_OPERATIONS = _operations("READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS")
+CLUSTER_OPERATIONS = _operations("CREATE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
+                                 "IDEMPOTENT_WRITE", "ALTER", "DESCRIBE")
+OPERATIONS_NOT_ASKED = -(2**31)  # Kafka's INT32_MIN sentinel
+
+
+def authorized_operations(asked: Any, operations: int) -> int:
+    """`operations` when the request asked for them (a true flag), else the sentinel."""
+    return operations if asked else OPERATIONS_NOT_ASKED
 
 
 def ms(value: Any) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from broker_app.protocol.error_codes import Errors
-from broker_app.server.api_common import image_partition_entry
+from broker_app.server.api_common import TOPIC_OPERATIONS, image_partition_entry
 
 Partitions = list[dict[str, Any]]
 
@@ -56,6 +56,8 @@ def describe(
         if rest:
             next_cursor = {"topic_name": name, "partition_index": rest[0]["partition_index"]}
             break
+    for t in out:  # KIP-430: always set here (the request has no flag), as in Kafka
+        t["topic_authorized_operations"] = TOPIC_OPERATIONS
     return {"throttle_time": 0, "topics": out, "next_cursor": next_cursor}
 
 

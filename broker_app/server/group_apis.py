@@ -37,7 +37,7 @@ from broker_app.replication.replica_manager import ReplicaManager
 from broker_app.storage.errors import StorageError
 from broker_app.storage.records import build_batch, decode_records
 
-from .api_common import ms
+from .api_common import GROUP_OPERATIONS, authorized_operations, ms
 
 if TYPE_CHECKING:
     from broker_app.config import BrokerConfig
@@ -336,7 +336,9 @@ class GroupApis:
             err, g = self.coordinator.describe_group(gid)
             entry: dict[str, Any] = {"error_code": err, "group_id": gid, "group_state": "Dead",
                                      "protocol_type": "", "protocol_data": "", "members": [],
-                                     "authorized_operations": -2147483648}  # fmt: skip
+                                     "authorized_operations": authorized_operations(
+                                         getattr(request.body, "include_authorized_operations",
+                                                 False), GROUP_OPERATIONS)}  # fmt: skip
             if g is not None:
                 entry.update(group_state=g.state.value, protocol_type=g.protocol_type or "",
                              protocol_data=g.protocol_name or "")  # fmt: skip

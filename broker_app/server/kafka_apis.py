@@ -45,7 +45,10 @@ from broker_app.storage.errors import StorageError
 
 from .admin_apis import AdminApis
 from .api_common import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
     api_versions_response,
+    authorized_operations,
     image_topic_metadata,
     metadata_topic_error,
     ms,
@@ -243,6 +246,7 @@ class KafkaApis:
                 "cluster_id": self.config.cluster_id,
                 "controller_id": self.config.node_id,
                 "topics": topics,
+                **_metadata_authorized_operations(body, topics),
             },
         )
 
@@ -284,6 +288,7 @@ class KafkaApis:
                 "cluster_id": self.config.cluster_id,
                 "controller_id": self._metadata_controller_id(image),
                 "topics": topics,
+                **_metadata_authorized_operations(body, topics),
             },
         )
 
@@ -781,3 +786,13 @@ def _invalid_topic_name(name: str | None) -> Errors | None:
     except TopicError:
         return Errors.INVALID_TOPIC_EXCEPTION
     return None
+
+
+def _metadata_authorized_operations(body: Any, topics: list[dict[str, Any]]) -> dict[str, int]:
+    """KIP-430 in Metadata: each topic's operations when asked (v8+), the cluster's when asked
+    (v8-v10); as Kafka without an authorizer, every supported operation."""
+    for t in topics:
+        t["topic_authorized_operations"] = authorized_operations(
+            getattr(body, "include_topic_authorized_operations", False), TOPIC_OPERATIONS)
+    return {"cluster_authorized_operations": authorized_operations(
+        getattr(body, "include_cluster_authorized_operations", False), CLUSTER_OPERATIONS)}

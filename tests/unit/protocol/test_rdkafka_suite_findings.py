@@ -160,3 +160,32 @@ def test_0101_broker_rack_is_described(tmp_path: Any, apis: Any) -> None:
         assert _describe_broker(racked)["broker.rack"] == "RACK1"
     finally:
         log_manager.shutdown()
+
+
+def test_0081_authorized_operations_when_asked(apis) -> None:
+    """KIP-430: a client asking for authorized operations (DescribeTopics / DescribeCluster /
+    DescribeConsumerGroups with include_authorized_operations) gets, as from Kafka without an
+    authorizer, every operation the resource type supports; not asking gets INT32_MIN."""
+    from broker_app.server.api_common import (
+        CLUSTER_OPERATIONS,
+        GROUP_OPERATIONS,
+        OPERATIONS_NOT_ASKED,
+        TOPIC_OPERATIONS,
+    )
+
+    apis._create_topic("t", 1, 1, {})
+    # READ(3) WRITE(4) CREATE(5) DELETE(6) ALTER(7) DESCRIBE(8) DESCRIBE_CONFIGS(10)
+    # ALTER_CONFIGS(11): Kafka's AclEntry.supportedOperations(TOPIC)
+    assert TOPIC_OPERATIONS == 0b110111111000
+    for asked, want in ((True, TOPIC_OPERATIONS), (False, OPERATIONS_NOT_ASKED)):
+        data = request_data(ApiKey.METADATA, b"") | {
+            "include_topic_authorized_operations": asked}
+        topic = roundtrip(apis, build(request_class(ApiKey.METADATA, 12), data)).topics[0]
+        assert topic.topic_authorized_operations == want
+    for asked, want in ((True, CLUSTER_OPERATIONS), (False, OPERATIONS_NOT_ASKED)):
+        body = build(request_class(ApiKey.DESCRIBE_CLUSTER, 1), {
+            "include_cluster_authorized_operations": asked, "endpoint_type": 1})
+        assert roundtrip(apis, body).cluster_authorized_operations == want
+    body = build(request_class(ApiKey.DESCRIBE_GROUPS, 5), {
+        "groups": ["g"], "include_authorized_operations": True})
+    assert roundtrip(apis, body).groups[0].authorized_operations == GROUP_OPERATIONS
