@@ -29,7 +29,7 @@ def anomaly_table(anomalies: Mapping[str, int] | None) -> str:
 def _failure_message(run: Mapping[str, Any]) -> str:
     found = {a: n for a, n in (run.get("anomalies") or {}).items() if n}
     counts = ", ".join(f"{a}={n}" for a, n in found.items()) or "no anomalies counted"
-    if run.get("kind") in ("scenario", "min-isr") and run.get("reason"):
+    if run.get("kind") in ("scenario", "min-isr", "rdkafka-suite") and run.get("reason"):
         head = f"{run['kind']} verdict {run['verdict']}: {run['reason']}"
     elif run["verdict"] == ERROR:
         head = f"run error (exit {run.get('exit_code')}): {run.get('reason') or 'no results'}"

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from harness.nightly.schedule import RAN, PlannedRun, RunRecord, skipped
-from harness.nightly.suite import MinIsrEntry, PlanEntry, ScenarioEntry
+from harness.nightly.suite import MinIsrEntry, PlanEntry, RdkafkaSuiteEntry, ScenarioEntry
 from harness.store import Store, safe_name
 
 EXIT_ERROR = 2
@@ -66,6 +66,12 @@ class Launcher:
                     "--seed", str(run.seed), "--store", str(self.store)]
             for key, value in e.overrides.items():
                 argv += ["--set", f"{key}={value}"]
+        elif isinstance(e, RdkafkaSuiteEntry):
+            argv = [*cli, "bench", "rdkafka-suite", "--out", str(self.store / "rdkafka-suite"),
+                    "--timeout", f"{e.timeout_s:g}"]
+            if e.tests:
+                argv += ["--tests", e.tests]
+            return argv  # a benchmark: no run id
         elif isinstance(e, MinIsrEntry):
             argv = [*cli, "scenario", "min-isr", "--store", str(self.store)]
             for m in e.min_insync:
@@ -98,6 +104,8 @@ class Launcher:
                         exit_code=code, reason=reason, elapsed_s=round(elapsed, 3), log=str(log))
         if isinstance(e, PlanEntry):
             rec.run_dir = self._run_dir(out, e.plan_name, before)
+        elif isinstance(e, RdkafkaSuiteEntry):
+            rdkafka_suite_record(rec, out)
         else:
             pattern = (f"{e.scenario_id}-{e.mode}-*.json" if isinstance(e, ScenarioEntry)
                        else "min-isr-*.json")
@@ -213,6 +221,20 @@ def min_isr_record(rec: RunRecord, report: Path | None) -> RunRecord:
     if data.get("not_carried_out"):
         rec.verdict = "error"
         rec.reason = rec.reason or f"min.insync {data['not_carried_out']}: not carried out"
+    return rec
+
+
+def rdkafka_suite_record(rec: RunRecord, out: str) -> RunRecord:
+    """Verdict of `highwater bench rdkafka-suite` from its exit code (0: no test failed outside
+    the known gaps, 1: one did, else it could not run); its report is the .tsv it printed
+    (not a run dir: it holds no history for the checker)."""
+    tsv = [ln.strip() for ln in out.splitlines() if ln.strip().endswith("rdkafka-suite.tsv")]
+    if tsv and Path(tsv[-1]).is_file():
+        rec.report = str(Path(tsv[-1]).resolve())
+    rec.verdict = {0: "as-expected", 1: "unexpected"}.get(rec.exit_code or 0, "error")
+    if rec.verdict != "as-expected":
+        failed = [ln for ln in out.splitlines() if ln.startswith("unexpected failures:")]
+        rec.reason = rec.reason or (failed[-1] if failed else _last_error(out))
     return rec
 
 

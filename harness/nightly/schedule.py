@@ -41,7 +41,7 @@ class RunRecord:
 
     index: int
     label: str
-    kind: str  # "plan" | "scenario" | "min-isr"
+    kind: str  # "plan" | "scenario" | "min-isr" | "rdkafka-suite"
     seed: int
     status: str  # RAN | SKIPPED
     plan: str | None = None  # the plan file

@@ -15,6 +15,9 @@ Contract:
     once per seed; the id and mode are checked against the catalogue now. Label `ID-mode`.
   - `{min-isr: {min_insync: [1, 2, 3], acks: ["0", "1", "all"]}}`: the min.insync.replicas
     matrix, run as `highwater scenario min-isr` (which always runs every acks level).
+  - `{rdkafka-suite: {timeout?: S, tests?: "0001,0002"}}`: librdkafka's own integration tests,
+    run as `highwater bench rdkafka-suite`; as expected when no test fails outside its known
+    gaps (features not built yet).
 - `budget` (optional, e.g. "30m", "1h30m", "90s", or seconds) is the default time budget.
 """
 
@@ -95,7 +98,23 @@ class ScenarioEntry:
         return "scenario"
 
 
-Entry = PlanEntry | ScenarioEntry | MinIsrEntry
+@dataclass(frozen=True)
+class RdkafkaSuiteEntry:
+    """librdkafka's integration suite (runs as `highwater bench rdkafka-suite`)."""
+
+    line: int
+    timeout_s: float = 300.0
+    tests: str | None = None
+    label: str = "rdkafka-suite"
+    seeds: int = 1
+    duration_s: float | None = None
+
+    @property
+    def kind(self) -> str:
+        return "rdkafka-suite"
+
+
+Entry = PlanEntry | ScenarioEntry | MinIsrEntry | RdkafkaSuiteEntry
 
 
 @dataclass(frozen=True)
@@ -178,11 +197,13 @@ def parse_suite(text: str, source: str = "<suite>", base: Path | None = None) ->
 
 
 def _entry(b: NodeReader, node: Node, path: str, base: Path) -> Entry:
-    keys = ("plan", "scenario", "min-isr", "seeds", "duration", "set", "mode", "name")
+    kinds = ("plan", "scenario", "min-isr", "rdkafka-suite")
+    keys = (*kinds, "seeds", "duration", "set", "mode", "name")
     m = b.mapping(node, path, keys)
     line = node.start_mark.line + 1
-    if sum(k in m for k in ("plan", "scenario", "min-isr")) != 1:
-        raise b.error(node, path, "an entry has exactly one of `plan`, `scenario` or `min-isr`")
+    if sum(k in m for k in kinds) != 1:
+        raise b.error(node, path, "an entry has exactly one of `plan`, `scenario`, `min-isr` "
+                      "or `rdkafka-suite`")
     seeds = b.int_(m["seeds"][1], f"{path}.seeds", 1, MAX_SEEDS) if "seeds" in m else 1
     duration = (b.num(m["duration"][1], f"{path}.duration", hi=MAX_DURATION_S, positive=True)
                 if "duration" in m else None)
@@ -192,6 +213,11 @@ def _entry(b: NodeReader, node: Node, path: str, base: Path) -> Entry:
         if not _NAME.match(label):
             raise b.error(m["name"][1], f"{path}.name",
                           f"use 1-64 letters, digits, '.', '_' or '-', got {label!r}")
+    if "rdkafka-suite" in m:
+        for k in ("set", "mode", "seeds", "duration"):
+            if k in m:
+                raise b.error(m[k][0], f"{path}.{k}", "not valid for an rdkafka-suite entry")
+        return _rdkafka_suite(b, m["rdkafka-suite"][1], f"{path}.rdkafka-suite", line, label)
     if "min-isr" in m:
         for k in ("set", "mode"):
             if k in m:
@@ -263,3 +289,19 @@ def _min_isr(b: NodeReader, node: Node, path: str, line: int, label: str | None,
         if not acks:
             raise b.error(m["acks"][1], f"{path}.acks", "needs at least one value")
     return MinIsrEntry(line, mins, acks, label or "min-isr", seeds, duration)
+
+
+def _rdkafka_suite(b: NodeReader, node: Node, path: str, line: int,
+                   label: str | None) -> RdkafkaSuiteEntry:  # fmt: skip
+    if isinstance(node, yaml.ScalarNode) and node.value in ("", "~", "null"):
+        return RdkafkaSuiteEntry(line, label=label or "rdkafka-suite")
+    m = b.mapping(node, path, ("timeout", "tests"))
+    timeout = (b.num(m["timeout"][1], f"{path}.timeout", hi=MAX_DURATION_S, positive=True)
+               if "timeout" in m else 300.0)
+    tests = None
+    if "tests" in m:
+        tests = b.str_(m["tests"][1], f"{path}.tests")
+        if not re.fullmatch(r"\d{4}(,\d{4})*", tests):
+            raise b.error(m["tests"][1], f"{path}.tests",
+                          f"a comma-separated list of 4-digit test numbers, got {tests!r}")
+    return RdkafkaSuiteEntry(line, timeout, tests, label or "rdkafka-suite")
