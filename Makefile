@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv sysdeps images run test test-unit lint clean
+.PHONY: all venv sysdeps images run test test-unit lint clean rdkafka-suite
 
 all: venv
 
@@ -42,6 +42,15 @@ test: venv lint images
 
 test-unit: venv
 	$(BIN)/pytest -q -ra tests/unit
+
+## make rdkafka-suite: librdkafka's own integration tests against highwater (about 30 min;
+## Debian's librdkafka source, built once; rapidjson-dev lets its statistics tests run)
+RDKAFKA_DEPS := rapidjson-dev g++ make
+rdkafka-suite: venv
+	@missing=""; for p in $(RDKAFKA_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then $(SUDO) apt-get update -q && \
+		$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
+	$(BIN)/highwater bench rdkafka-suite
 
 lint: venv
 	$(BIN)/ruff check .

@@ -8,7 +8,8 @@ Contract:
 - `skew(offset_ms, strobe_period_ms=0)`: from now on the clocks read `offset_ms` ahead
   (behind when negative). With a strobe period the offset alternates between `offset_ms`
   and 0 every period, starting with `offset_ms` (Jepsen's strobe). `skew(0)` resets it.
-- The real time source is injectable (`now_s`, seconds) so tests step it by hand.
+- The real time source is injectable (`now_s`, seconds) so tests step it by hand;
+  `BrokerClock.of_ms` takes millisecond sources (the simulator's virtual clock).
 
 Deviation: Kafka reads the OS clock (Time.milliseconds is System.currentTimeMillis, used for
 ISR lag and group session timeouts too); a skewed broker here shifts only its own time reads.
@@ -20,37 +21,45 @@ uses its monotonic hiResClockMs for the purgatory.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+
+from broker_app import environment
 
 
 class BrokerClock:
-    def __init__(self, now_s: Callable[[], float] = time.monotonic,
-                 wall_s: Callable[[], float] = time.time) -> None:  # fmt: skip
-        self._now_s = now_s
-        self._wall_s = wall_s
+    def __init__(self, now_s: Callable[[], float] = environment.monotonic_s,
+                 wall_s: Callable[[], float] = environment.wall_s) -> None:  # fmt: skip
+        self._now_ms: Callable[[], int] = lambda: int(now_s() * 1000)
+        self._wall_ms: Callable[[], int] = lambda: int(wall_s() * 1000)
         self._offset_ms = 0
         self._strobe_period_ms = 0
         self._since_ms = 0  # real monotonic ms when the skew began (strobe phase)
+
+    @classmethod
+    def of_ms(cls, now_ms: Callable[[], int], wall_ms: Callable[[], int]) -> BrokerClock:
+        """A clock on millisecond sources (the simulator's virtual time), read exactly."""
+        clock = cls()
+        clock._now_ms, clock._wall_ms = now_ms, wall_ms
+        return clock
 
     def skew(self, offset_ms: int, strobe_period_ms: int = 0) -> None:
         if strobe_period_ms < 0:
             raise ValueError(f"strobe period {strobe_period_ms} ms must be >= 0")
         self._offset_ms = int(offset_ms)
         self._strobe_period_ms = int(strobe_period_ms)
-        self._since_ms = int(self._now_s() * 1000)
+        self._since_ms = self._now_ms()
 
     def offset_ms(self) -> int:
         if not self._strobe_period_ms or not self._offset_ms:
             return self._offset_ms
-        elapsed = int(self._now_s() * 1000) - self._since_ms
+        elapsed = self._now_ms() - self._since_ms
         return self._offset_ms if (elapsed // self._strobe_period_ms) % 2 == 0 else 0
 
     def wall_ms(self) -> int:
-        return int(self._wall_s() * 1000) + self.offset_ms()
+        return self._wall_ms() + self.offset_ms()
 
     def monotonic_ms(self) -> int:
-        return int(self._now_s() * 1000) + self.offset_ms()
+        return self._now_ms() + self.offset_ms()
 
     def describe(self) -> dict[str, int]:
         """For the admin /state: what the nemesis set and what applies now."""

@@ -7,9 +7,10 @@ not megabytes. No traceback: a client's error is not the broker's bug.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
+
+from broker_app.environment import monotonic_s
 
 
 class RejectLog:
@@ -17,7 +18,7 @@ class RejectLog:
         self,
         logger: logging.Logger,
         per_second: float = 5.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = monotonic_s,
     ) -> None:
         self.logger = logger
         self.per_second = per_second

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import random
 
+from broker_app.environment import monotonic_ms, new_rng
 from broker_app.protocol.apis import VersionRange
 from broker_app.raft import KafkaRaftClient, RaftConfig, parse_quorum_voters
 from broker_app.raft.file_log import FileQuorumStateStore, FileReplicatedLog
@@ -28,7 +28,7 @@ from .apis import CONTROLLER_APIS, ControllerApiKey
 from .config import ControllerConfig
 from .raft_controller import RaftQuorumController
 from .raft_facade import RaftControllerFacade
-from .raft_manager import RAFT_APIS, RAFT_FETCH_VERSION, RaftManager, monotonic_ms
+from .raft_manager import RAFT_APIS, RAFT_FETCH_VERSION, RaftManager
 from .server import ControllerServer, QuorumEdge
 
 log = logging.getLogger("broker_app.controller")
@@ -47,7 +47,7 @@ async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> No
     raft_log = FileReplicatedLog(args.data_dir)
     try:
         client = KafkaRaftClient(raft_config, raft_log, FileQuorumStateStore(args.data_dir),
-                                 random.Random(), monotonic_ms())
+                                 new_rng(), monotonic_ms())
         raft = RaftQuorumController(config, client)
         server: ControllerServer | None = None
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
 from broker_app.aio import cancel_and_wait
+from broker_app.environment import monotonic_ms
 from broker_app.protocol.apis import VersionRange
 from broker_app.protocol.codec import Request
 from broker_app.raft.kio_codec import from_kio, to_kio
@@ -62,8 +62,7 @@ RAFT_APIS: dict[int, VersionRange] = {
 }
 
 
-def monotonic_ms() -> int:
-    return int(time.monotonic() * 1000)
+
 
 
 def is_raft_request(request: Request) -> bool:

@@ -8,7 +8,7 @@
   (every operation that wrote records wakes the parked fetches) or its max_wait expires, so
   brokers learn metadata changes promptly with long polls, as in KRaft.
 - Timer: `QuorumController.tick(now_ms)` every `tick_interval_ms` (session expiry, leaderless
-  partitions, automatic rebalance). now_ms is time.monotonic() in ms: sessions are durations.
+  partitions, automatic rebalance). now_ms is environment.monotonic_ms(): sessions are durations.
 - Admin HTTP on --admin-port: `GET /state` returns {"node_id", "metadata_offset",
   "metadata_digest" (MetadataImage.digest), "controller_epoch", "session_timeout_ms",
   "ms_since_heartbeat": {broker: ms}, "image": MetadataImage.to_json()};
@@ -28,11 +28,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker_app.aio import cancel_and_wait
+from broker_app.environment import monotonic_ms
 from broker_app.protocol.codec import encode_response
 from broker_app.protocol.errors import ProtocolError
 from broker_app.protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
@@ -62,8 +62,7 @@ READ_CHUNK = 256 * 1024
 MAX_HTTP_HEADER = 16 * 1024
 
 
-def monotonic_ms() -> int:
-    return int(time.monotonic() * 1000)
+
 
 
 class ControllerServer:

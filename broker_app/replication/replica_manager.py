@@ -3,8 +3,9 @@
 Sans-I/O glue between the request handlers (server/kafka_apis.py), the replication core
 (partition.Partition, the DelayedProduce purgatory) and the I/O edges (the controller link, the
 replica fetchers, timers). Every time is a `now_ms` from `self.clock` (required: production
-passes `monotonic_ms`, the simulator its virtual clock); nothing here awaits. Logs come from
-the LogStore it is given (storage.replica_log): files in production, MemoryLogStore in memory.
+passes `BrokerClock.monotonic_ms`, the simulator its virtual clock); nothing here awaits.
+Logs come from the LogStore it is given (storage.replica_log): files in production,
+MemoryLogStore in memory.
 
 - Single node (no controller): `host_single_node` makes this broker leader of a partition with
   replicas = ISR = {self}, leader epoch 0; after an append HW = LEO, so acks=all completes at once.
@@ -29,7 +30,6 @@ the LogStore it is given (storage.replica_log): files in production, MemoryLogSt
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -72,11 +72,6 @@ DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000  # log.retention.hours=168, Kafka's 
 TopicPartition = tuple[str, int]
 
 ACKS_NONE, ACKS_LEADER, ACKS_ALL = 0, 1, -1
-
-
-def monotonic_ms() -> int:
-    """The production clock (the I/O edge passes it; the simulator passes its own)."""
-    return int(time.monotonic() * 1000)
 
 
 @dataclass

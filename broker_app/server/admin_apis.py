@@ -16,7 +16,6 @@ Single-node mode (no controller): the one broker is the cluster; there is nothin
 
 from __future__ import annotations
 
-import random
 import shutil
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +48,7 @@ class AdminApis:
             brokers = [{"broker_id": b, "host": image.brokers[b].host,
                         "port": image.brokers[b].port, "rack": image.brokers[b].rack}
                        for b in live]  # fmt: skip
-            controller = random.choice(live) if live else -1
+            controller = self.apis.rng.choice(live) if live else -1
         return self.apis._respond(request, {
             "throttle_time": 0, "error_code": Errors.NONE, "error_message": None,
             "endpoint_type": 1, "cluster_id": config.cluster_id, "controller_id": controller,

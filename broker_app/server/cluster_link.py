@@ -40,6 +40,7 @@ from tenacity import (
 from broker_app.aio import cancel_and_wait
 from broker_app.config import BrokerConfig
 from broker_app.controller.broker_lifecycle import CONTROLLED_SHUTDOWN_MS, BrokerLifecycle
+from broker_app.environment import monotonic_ms
 from broker_app.metadata import METADATA_PARTITION, METADATA_TOPIC, MetadataLoader
 from broker_app.metadata.image import MetadataDelta, MetadataImage
 from broker_app.metadata.records import MetadataRecordError
@@ -53,7 +54,7 @@ from broker_app.replication.alter_partition_manager import (
     parse_alter_partition,
 )
 from broker_app.replication.messages import AlterPartitionRequest
-from broker_app.replication.replica_manager import ReplicaManager, monotonic_ms
+from broker_app.replication.replica_manager import ReplicaManager
 
 from .network_client import ClientError, KafkaClient
 

@@ -53,14 +53,16 @@ CLIENT_HOST = "unknown"
 class ReplicaOffsetsLog:
     """OffsetsLog over ReplicaManager: one batch per coordinator write."""
 
-    def __init__(self, replica_manager: ReplicaManager, acks: int, timeout_ms: int) -> None:
+    def __init__(self, replica_manager: ReplicaManager, acks: int, timeout_ms: int,
+                 wall_ms: Callable[[], int]) -> None:  # fmt: skip
         self.replica_manager = replica_manager
         self.acks = acks
         self.timeout_ms = timeout_ms
+        self.wall_ms = wall_ms  # the batches' timestamp: the broker's clock, not the machine's
 
     def append(self, partition: int, records: list, done: Callable[[int], None]) -> None:
         tp = (OFFSETS_TOPIC, partition)
-        batch = build_batch(records)
+        batch = build_batch(records, timestamp=self.wall_ms())
         res = self.replica_manager.append_records(
             self.acks, {tp: batch}, self.timeout_ms,
             callback=lambda r: done(int(r[tp].error_code)),
@@ -94,7 +96,7 @@ class GroupApis:
                 commit_required_acks=config.offsets_commit_required_acks,
             ),
             ReplicaOffsetsLog(replica_manager, config.offsets_commit_required_acks,
-                              config.offsets_commit_timeout_ms),  # fmt: skip
+                              config.offsets_commit_timeout_ms, self.clock.wall_ms),  # fmt: skip
         )
         self._led: dict[int, int] = {}  # __consumer_offsets partition -> leader epoch we loaded
         self.apis: KafkaApis | None = None

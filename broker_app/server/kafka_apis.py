@@ -31,6 +31,7 @@ from typing import Any
 
 from broker_app.config import BrokerConfig
 from broker_app.coordinator.producer_ids import ProducerIdManager
+from broker_app.environment import new_rng
 from broker_app.protocol.apis import ADVERTISED_APIS, ApiKey
 from broker_app.protocol.codec import Request
 from broker_app.protocol.error_codes import Errors
@@ -123,8 +124,12 @@ class KafkaApis:
         groups: GroupApis,
         producer_ids: ProducerIdManager,
         cluster: Any = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.cluster = cluster  # server.cluster_link.ClusterLink in cluster mode, else None
+        # The one source of randomness of the request handlers (the simulator passes a seeded
+        # one; production its own, environment.new_rng).
+        self.rng = rng or new_rng()
         self.config = config
         self.replica_manager = replica_manager
         self.topics = topics
@@ -298,7 +303,7 @@ class KafkaApis:
         cannot reach KRaft controllers, KIP-590, and send controller requests to a broker, which
         forwards them, as this one does). -1 (NO_CONTROLLER_ID) when no broker is alive."""
         alive = image.live_brokers()
-        return random.choice(alive) if alive else -1
+        return self.rng.choice(alive) if alive else -1
 
     def _metadata_topic(self, info: TopicInfo) -> dict[str, Any]:
         partitions = []

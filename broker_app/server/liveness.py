@@ -25,8 +25,9 @@ import logging
 import os
 import signal
 import threading
-import time
 from collections.abc import Awaitable, Callable
+
+from broker_app.environment import monotonic_ms
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +66,6 @@ class LoopLag:
 
     def snapshot(self) -> dict[str, int]:
         return {"current": self.current_ms, "max": self.max_ms, "samples": self.samples}
-
-
-def monotonic_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 async def run_lag_monitor(lag: LoopLag, clock: Callable[[], int] = monotonic_ms) -> None:

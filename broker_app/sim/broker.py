@@ -22,10 +22,12 @@ stalls, the interval flush policy's background thread timing (flushes run inline
 from __future__ import annotations
 
 import logging
+import random
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from broker_app.clock import BrokerClock
 from broker_app.config import BrokerConfig
 from broker_app.controller.broker_lifecycle import CONTROLLED_SHUTDOWN_MS, BrokerLifecycle
 from broker_app.metadata import MetadataLoader
@@ -131,6 +133,7 @@ class SimBroker:
                 max_batch_bytes=cfg.max_message_bytes,
                 flush_every_batch=cfg.flush_every_batch or cfg.flush == "every-batch",
             ),
+            wall_clock_ms=self.loop.clock,  # virtual time is the simulated wall clock too
         )
         self.store = store
         rm = ReplicaManager(cfg.node_id, store, cfg.behaviour, cfg.replica_lag_time_max_ms,
@@ -150,7 +153,9 @@ class SimBroker:
         )  # fmt: skip
         # Cluster mode never reads the single-node TopicStore, and sim producers do not send
         # InitProducerId (they get producer ids from the simulator): both stay None.
-        self.apis = KafkaApis(cfg, rm, None, GroupApis(cfg, rm), None, cluster=self)  # type: ignore[arg-type]
+        groups = GroupApis(cfg, rm, BrokerClock.of_ms(self.loop.clock, self.loop.clock))
+        self.apis = KafkaApis(cfg, rm, None, groups, None, cluster=self,  # type: ignore[arg-type]
+                              rng=random.Random(self.loop.rng.getrandbits(64)))
         rm.alter_partition_sink = self._on_alter_partition
         rm.on_follower_change(self._on_follower_change)
         self.fetchers = {}

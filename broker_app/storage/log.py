@@ -41,11 +41,12 @@ import bisect
 import functools
 import logging
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+
+from broker_app.environment import wall_ms
 
 from .append import AppendLimits, LogAppendInfo, prepare_follower_append, prepare_leader_append
 from .checkpoints import (
@@ -149,7 +150,7 @@ class Log(EpochsAndHighWatermark):
         self.recovery_problems: list[str] = []
         self.recovery_cut_data = False  # Log.open cut records off (damage, or a torn tail)
         # Wall clock for the LogValidator's timestamp window (record timestamps are wall time).
-        self.wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)
+        self.wall_clock_ms: Callable[[], int] = wall_ms  # the LogManager sets the broker's
 
     # --- opening ---------------------------------------------------------------------
 

@@ -21,9 +21,10 @@ batches. Modelling choices, each the common case of the real thing:
 from __future__ import annotations
 
 import bisect
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+
+from broker_app.environment import wall_ms
 
 from .append import AppendLimits, LogAppendInfo, prepare_follower_append, prepare_leader_append
 from .checkpoints import EpochEntry
@@ -92,8 +93,9 @@ class MemoryLog(EpochsAndHighWatermark):
         self._generation = 0  # bumped by every truncation (FlushJob ordering)
         self.high_watermark = self.log_start_offset
         self._closed = False
-        # Record timestamps are validated against it (LogValidator); the simulator sets its own.
-        self.wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)
+        # Record timestamps are validated against it (LogValidator); the simulator's
+        # MemoryLogStore sets its virtual clock.
+        self.wall_clock_ms: Callable[[], int] = wall_ms
 
     @classmethod
     def open(cls, disk: MemoryDisk, config: LogConfig | None = None) -> MemoryLog:

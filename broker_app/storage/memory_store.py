@@ -9,7 +9,7 @@ flushed (MemoryDisk.crash); checkpoints are written atomically, so they survive 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .errors import KafkaStorageError
@@ -34,9 +34,11 @@ class BrokerDisk:
 
 
 class MemoryLogStore:
-    def __init__(self, disk: BrokerDisk, config: LogConfig | None = None) -> None:
+    def __init__(self, disk: BrokerDisk, config: LogConfig | None = None,
+                 wall_clock_ms: Callable[[], int] | None = None) -> None:  # fmt: skip
         self.disk = disk
         self.config = config or LogConfig()
+        self.wall_clock_ms = wall_clock_ms  # every log's, when given (the simulator's clock)
         self._logs: dict[TopicPartition, MemoryLog] = {}
         self.checkpointed_high_watermarks: dict[TopicPartition, int] = {}
         self.had_clean_shutdown = False
@@ -44,14 +46,15 @@ class MemoryLogStore:
         self._closed = False
 
     @classmethod
-    def open(cls, disk: BrokerDisk, config: LogConfig | None = None) -> MemoryLogStore:
-        store = cls(disk, config)
+    def open(cls, disk: BrokerDisk, config: LogConfig | None = None,
+             wall_clock_ms: Callable[[], int] | None = None) -> MemoryLogStore:  # fmt: skip
+        store = cls(disk, config, wall_clock_ms)
         store.had_clean_shutdown = disk.clean_shutdown
         store.previous_broker_epoch = disk.clean_shutdown_epoch if disk.clean_shutdown else -1
         disk.clean_shutdown = False  # a crash from here on is unclean
         disk.clean_shutdown_epoch = -1
         for tp, pdisk in sorted(disk.partitions.items()):
-            log = MemoryLog.open(pdisk, store.config)
+            log = store._adopt(MemoryLog.open(pdisk, store.config))
             log.update_high_watermark(disk.high_watermarks.get(tp, log.log_start_offset))
             store._logs[tp] = log
         store.checkpointed_high_watermarks = dict(disk.high_watermarks)
@@ -67,7 +70,12 @@ class MemoryLogStore:
             if self._closed:
                 raise KafkaStorageError(f"memory log store for {self.disk!r} is shut down")
             pdisk = self.disk.partitions.setdefault(tp, MemoryDisk(tp.dir_name))
-            log = self._logs[tp] = MemoryLog.open(pdisk, self.config)
+            log = self._logs[tp] = self._adopt(MemoryLog.open(pdisk, self.config))
+        return log
+
+    def _adopt(self, log: MemoryLog) -> MemoryLog:
+        if self.wall_clock_ms is not None:
+            log.wall_clock_ms = self.wall_clock_ms
         return log
 
     def all_logs(self) -> Mapping[TopicPartition, MemoryLog]:

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import gzip
 import struct
-import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import crc32c
+
+from broker_app.environment import wall_ms
 
 from .errors import CorruptRecordError, InvalidRecordError
 
@@ -547,7 +548,7 @@ def build_batch(
     """Build one v2 batch from (key, value) or (key, value, headers) tuples."""
     if not records:
         raise ValueError("a record batch needs at least one record")
-    ts = int(time.time() * 1000) if timestamp is None else timestamp
+    ts = wall_ms() if timestamp is None else timestamp
     body = b"".join(
         _encode_record(i, 0, r[0], r[1], r[2] if len(r) > 2 else None)  # type: ignore[misc]
         for i, r in enumerate(records)

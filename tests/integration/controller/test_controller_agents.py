@@ -15,9 +15,10 @@ import pytest
 
 from broker_app.config import BrokerConfig
 from broker_app.controller.broker_lifecycle import BrokerState
+from broker_app.environment import monotonic_ms
 from broker_app.protocol.codec import request_class
 from broker_app.protocol.entities import build
-from broker_app.replication.replica_manager import ReplicaManager, monotonic_ms
+from broker_app.replication.replica_manager import ReplicaManager
 from broker_app.server.cluster_link import ClusterLink
 from broker_app.server.network_client import KafkaClient
 from broker_app.storage.memory_store import BrokerDisk, MemoryLogStore

@@ -15,10 +15,11 @@ import pytest
 from replication_sim import Cluster, values
 
 from broker_app.config import BrokerConfig
+from broker_app.environment import monotonic_ms
 from broker_app.replication.errors import Errors
 from broker_app.replication.fetcher import FENCED, FETCHING
 from broker_app.replication.fetcher_pacing import MAX_BACKOFF_FACTOR, FetchPacer, RoundOutcome
-from broker_app.replication.replica_manager import ReplicaManager, monotonic_ms
+from broker_app.replication.replica_manager import ReplicaManager
 from broker_app.server.main import build_broker
 from broker_app.server.network import SocketServer
 from broker_app.server.replica_fetcher import ReplicaFetcherManager
