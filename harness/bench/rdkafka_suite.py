@@ -253,7 +253,20 @@ def run_one(runner: Path, entries: list[SuiteTest], bootstrap: str, scenario: st
     return out
 
 
-def write_tables(outcomes: list[Outcome], run_dir: Path, wall_s: float) -> Path:
+def what_it_checks(tests_dir: Path, number: str) -> str:
+    """The first line of the test file's own description (its first /** comment)."""
+    for f in sorted(tests_dir.glob(f"{number}-*.c*")):
+        text = f.read_text(errors="replace")
+        for block in re.findall(r"/\*\*(.*?)\*/", text, re.S):
+            lines = [ln.strip().lstrip("*").strip() for ln in block.splitlines()]
+            lines = [ln.removeprefix("@brief").strip() for ln in lines if ln.strip()]
+            if lines and "Copyright" not in block:
+                return lines[0][:140]
+    return ""
+
+
+def write_tables(outcomes: list[Outcome], run_dir: Path, wall_s: float,
+                 tests_dir: Path | None = None) -> Path:  # fmt: skip
     tsv = run_dir / "rdkafka-suite.tsv"
     with open(tsv, "w") as f:
         f.write("test\tname\tverdict\tseconds\tfirst_error\n")
@@ -263,10 +276,12 @@ def write_tables(outcomes: list[Outcome], run_dir: Path, wall_s: float) -> Path:
     counts = {v: sum(o.verdict == v for o in outcomes) for v in ("PASS", "FAIL", "SKIP")}
     md = [f"{len(outcomes)} tests: {counts['PASS']} PASS, {counts['FAIL']} FAIL, "
           f"{counts['SKIP']} SKIP in {wall_s / 60:.1f} min.", "",
-          "| test | name | verdict | s | first error |", "|---|---|---|---|---|"]  # fmt: skip
+          "| test | name | what it checks | verdict | s | first error |",
+          "|---|---|---|---|---|---|"]  # fmt: skip
     for o in outcomes:
-        md.append(f"| {o.number} | {o.name} | {o.verdict} | {o.seconds:.1f} | "
-                  f"{o.first_error.replace('|', '/')[:160]} |")  # fmt: skip
+        checks = what_it_checks(tests_dir, o.number) if tests_dir else ""
+        md.append(f"| {o.number} | {o.name} | {checks.replace('|', '/')} | {o.verdict} | "
+                  f"{o.seconds:.1f} | {o.first_error.replace('|', '/')[:160]} |")  # fmt: skip
     (run_dir / "rdkafka-suite.md").write_text("\n".join(md) + "\n")
     return tsv
 
@@ -318,7 +333,7 @@ def run(args: argparse.Namespace) -> int:
     for o in outcomes:
         if o.verdict == "FAIL" and o.number in KNOWN_GAPS:
             o.first_error = f"known gap: {KNOWN_GAPS[o.number]}; {o.first_error}"
-    tsv = write_tables(outcomes, run_dir, time.monotonic() - started)
+    tsv = write_tables(outcomes, run_dir, time.monotonic() - started, runner.parent)
     print((run_dir / "rdkafka-suite.md").read_text().splitlines()[0])
     unexpected = [f"{o.number}_{o.name}" for o in outcomes
                   if o.verdict == "FAIL" and o.number not in KNOWN_GAPS]  # fmt: skip

@@ -100,3 +100,13 @@ def test_nightly_entry_argv_and_verdict(tmp_path: Path) -> None:
         with pytest.raises(PlanError) as err:
             parse_suite(f"entries:\n  - {bad}\n")
         assert where in str(err.value) and problem in str(err.value), str(err.value)
+
+
+def test_what_a_test_checks_comes_from_its_own_comment(tmp_path: Path) -> None:
+    from harness.bench.rdkafka_suite import what_it_checks
+
+    (tmp_path / "0082-fetch_max_bytes.cpp").write_text(
+        "/*\n * librdkafka - Apache Kafka C library\n *\n * Copyright (c) 2016, Magnus\n */\n"
+        "#include <iostream>\n/**\n * @brief Test fetch.max.bytes\n *\n *  - Produce\n */\n")
+    assert what_it_checks(tmp_path, "0082") == "Test fetch.max.bytes"
+    assert what_it_checks(tmp_path, "0001") == ""
