@@ -155,7 +155,9 @@ class SimBroker:
         # InitProducerId (they get producer ids from the simulator): both stay None.
         groups = GroupApis(cfg, rm, BrokerClock.of_ms(self.loop.clock, self.loop.clock))
         self.apis = KafkaApis(cfg, rm, None, groups, None, cluster=self,  # type: ignore[arg-type]
-                              rng=random.Random(self.loop.rng.getrandbits(64)))
+                              # seeded from this incarnation's id: no extra draw from the
+                              # loop's stream, so schedules found before keep their timing
+                              rng=random.Random(self.lifecycle.incarnation_id.int))
         rm.alter_partition_sink = self._on_alter_partition
         rm.on_follower_change(self._on_follower_change)
         self.fetchers = {}

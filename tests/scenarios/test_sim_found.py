@@ -1,13 +1,17 @@
 """The minimal schedules `highwater sim explore` found (chaos_plans/found/), replayed on the
-simulator: each loses or diverges under the legacy behaviour it was found with, and not with
-that behaviour switched back (today's Kafka). Seconds per case; the same files are what
-`highwater run` replays in containers.
+simulator through their modes (issue 26): `found` (the legacy behaviour it was found with)
+loses or diverges, `contrast` (that behaviour switched back, today's Kafka) does not. Seconds
+per case; `highwater scenario run chaos_plans/found/<plan> --mode found|contrast` runs the
+same files in containers.
 
-They were found on the one-controller simulator (before it ran a Raft quorum), and minimal
-schedules are timing-exact: the files say `cluster.controllers: 1` (plans now default to a
-3-voter quorum, whose commit round trip shifts the interleaving; kip101 and hwtrunc then no
-longer reproduce on seed 112 / 1), and so does chaos_plans/random-targeted.yaml, so
-`sim explore` on it finds them again at the same seeds.
+Minimal schedules are timing-exact, so they pin the simulator's interleaving at their seed: a
+change that draws more from the loop's rng (or reorders events) can stop one reproducing; the
+found-at seeds are in the files' descriptions, and `sim explore` finds such a schedule again.
+
+Most were found on the one-controller simulator (before it ran a Raft quorum): those files say
+`cluster.controllers: 1` (plans now default to a 3-voter quorum, whose commit round trip shifts
+the interleaving; kip101 and hwtrunc then no longer reproduce on seed 112 / 1), and so does
+chaos_plans/random-targeted.yaml, so `sim explore` on it finds them again at the same seeds.
 """
 
 from __future__ import annotations
@@ -16,39 +20,45 @@ from pathlib import Path
 
 import pytest
 
-from harness.plan.loader import load_plan
-from harness.sim.run import AS_EXPECTED, UNEXPECTED, simulate
+from harness.scenario.catalog import find
+from harness.sim.run import AS_EXPECTED, simulate
 
 FOUND = Path(__file__).resolve().parents[2] / "chaos_plans" / "found"
 
-# file, seed it was found at, what the file's legacy setting shows, the fixed override
+# file, the seed it was found at, what its `found` mode shows
 CASES = [
-    ("random-eager-minimal.yaml", 34, "lost-write", {"cluster.switches.isr-update": "maximal"}),
-    ("targeted-nostrict-minimal.yaml", 7, "uncommitted-read", {"cluster.kafka_version": "3.7"}),
-    ("targeted-kip101-minimal.yaml", 112, "diverged-offsets",
-     {"cluster.switches.truncation": "kip-279"}),
-    ("targeted-hwtrunc-minimal.yaml", 9, "lost-write",
-     {"cluster.switches.truncation": "kip-279"}),
-    ("targeted-logend-minimal.yaml", 1, "uncommitted-read",
-     {"cluster.switches.consumer-visibility": "high-watermark"}),
-    ("targeted-eagermin1-minimal.yaml", 208, "lost-write",
-     {"cluster.switches.isr-update": "maximal"}),
-    ("targeted-unclean-minimal.yaml", 13, "lost-write",
-     {"cluster.switches.unclean-leader-election": "false"}),
+    ("L1-minimal.yaml", 1, "lost-write"),
+    ("random-0.8-minimal.yaml", 18, "lost-write"),
+    ("random-eager-minimal.yaml", 34, "lost-write"),
+    ("targeted-nostrict-minimal.yaml", 7, "uncommitted-read"),
+    ("targeted-kip101-minimal.yaml", 112, "diverged-offsets"),
+    ("targeted-hwtrunc-minimal.yaml", 9, "lost-write"),
+    ("targeted-logend-minimal.yaml", 1, "uncommitted-read"),
+    ("targeted-eagermin1-minimal.yaml", 208, "lost-write"),
+    ("targeted-unclean-minimal.yaml", 13, "lost-write"),
 ]
 
 
-@pytest.mark.parametrize("name, seed, anomaly, fixed", CASES, ids=[c[0] for c in CASES])
-def test_found_schedule_reproduces_and_the_fix_holds(tmp_path: Path, name: str, seed: int,
-                                                     anomaly: str, fixed: dict[str, str]) -> None:
-    path = FOUND / name
-    legacy = load_plan(path)
-    assert legacy.cluster.controllers == 1  # as found (see above)
-    r = simulate(legacy, legacy.faults, seed, tmp_path / "legacy")
+def test_every_found_plan_is_a_scenario_with_found_and_contrast() -> None:
+    assert sorted(p.name for p in FOUND.glob("*.yaml")) == sorted(c[0] for c in CASES)
+    for name, _, _ in CASES:
+        sc = find(str(FOUND / name))
+        assert sc.modes == ("found", "contrast")
+
+
+@pytest.mark.parametrize("name, seed, anomaly", CASES, ids=[c[0] for c in CASES])
+def test_found_mode_reproduces_and_contrast_holds(tmp_path: Path, name: str, seed: int,
+                                                  anomaly: str) -> None:
+    """`highwater sim chaos_plans/found/<plan> --mode found|contrast` at the seed it was
+    found at: the found mode's expectation (the loss) holds, and so does the contrast's."""
+    sc = find(str(FOUND / name))
+    found = sc.load("found")
+    r = simulate(found, found.faults, seed, tmp_path / "found")
+    assert r.verdict == AS_EXPECTED, r.results["anomalies"]
     if anomaly == "diverged-offsets":
-        assert r.diverged, "the legacy replicas did not diverge"
+        assert r.diverged, "the replicas did not diverge"
     else:
-        assert r.verdict == UNEXPECTED and r.results["anomalies"][anomaly]["count"] > 0
-    plan = load_plan(path, fixed)
-    f = simulate(plan, plan.faults, seed, tmp_path / "fixed")
-    assert f.verdict == AS_EXPECTED and not f.diverged
+        assert r.results["anomalies"][anomaly]["count"] > 0
+    contrast = sc.load("contrast")
+    c = simulate(contrast, contrast.faults, seed, tmp_path / "contrast")
+    assert c.verdict == AS_EXPECTED and not c.diverged, c.results["anomalies"]
