@@ -127,7 +127,7 @@ def _run_one(args: argparse.Namespace, plan) -> int:
 
 
 def _explore(args: argparse.Namespace, plan, source: Path) -> int:
-    from harness.sim.explore import search, shrink, timeline, to_fault_plan
+    from harness.sim.explore import search, shrink, timeline, to_fault_plan, violation_counts
 
     start = args.seed if args.seed is not None else 1
 
@@ -155,11 +155,8 @@ def _explore(args: argparse.Namespace, plan, source: Path) -> int:
               f"schedules (seeds {start}..{start + args.schedules - 1}), "
               f"{time.monotonic() - t0:.1f} s")  # fmt: skip
         return 0
-    from harness.checker.expectations import run_check_counts
-
     res = found.result.results
-    counts = {k: v["count"] for k, v in res["anomalies"].items() if v["count"]}
-    counts.update({k: n for k, n in run_check_counts(res).items() if n})
+    counts = violation_counts(res)
     print(f"seed {found.seed} violates expected {res['expected']} after {found.schedules} "
           f"schedule(s): {counts}; " + "; ".join(found.result.judgement.misses))  # fmt: skip
     print("schedule:")
@@ -172,8 +169,10 @@ def _explore(args: argparse.Namespace, plan, source: Path) -> int:
     for line in timeline(found.shrunk):
         print("  " + line)
     if args.export is not None:
+        pairs = dict(kv.split("=", 1) for kv in args.contrast)
         args.export.write_text(to_fault_plan(plan, found.shrunk, found.seed,
                                              source.read_text(encoding="utf-8"),
-                                             found.resolved))  # fmt: skip
+                                             found.resolved, found.shrunk_counts or counts,
+                                             pairs))  # fmt: skip
         print(f"fault plan written to {args.export}")
     return 1

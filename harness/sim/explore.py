@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +146,16 @@ class Found:
     shrunk: tuple[Step, ...] = ()
     shrink_runs: int = 0
     resolved: dict[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)
+    shrunk_counts: dict[str, int] = dataclasses.field(default_factory=dict)  # what it shows
+
+
+def violation_counts(results: Mapping[str, Any]) -> dict[str, int]:
+    """The non-zero anomaly and run-check counts of a results.json-shaped dict."""
+    from harness.checker.expectations import run_check_counts
+
+    counts = {k: v["count"] for k, v in results["anomalies"].items() if v["count"]}
+    counts.update({k: n for k, n in run_check_counts(results).items() if n})
+    return counts
 
 
 def _violates(plan: Plan, steps: Sequence[Step], seed: int, work: Path) -> SimResult | None:
@@ -260,6 +270,7 @@ def shrink(plan: Plan, found: Found, budget: int = 200, contrast: Plan | None = 
     found.shrink_runs = runs
     if final is not None:
         found.resolved = {f.step.name: f.nodes for f in final.fired if not f.skipped}
+        found.shrunk_counts = violation_counts(final.results)
     return found
 
 
@@ -290,11 +301,18 @@ _DRAWN = ("random", "majority", "minority")
 
 
 def to_fault_plan(plan: Plan, steps: Sequence[Step], seed: int, source_text: str,
-                  resolved: dict[str, tuple[Any, ...]] | None = None) -> str:  # fmt: skip
+                  resolved: dict[str, tuple[Any, ...]] | None = None,
+                  found: Mapping[str, int] | None = None,
+                  contrast: Mapping[str, str] | None = None) -> str:  # fmt: skip
     """The plan file with its nemesis replaced by these steps as scripted faults. Targets
     drawn at random when the step fired (random, majority, minority) are written as the
     brokers the simulator drew (`resolved`: step name -> nodes), so a container run hits the
-    same ones; role targets (leader, follower) stay roles."""
+    same ones; role targets (leader, follower) stay roles.
+
+    With `found` (what the schedule showed: anomaly or run check -> count) and `contrast`
+    (explore's --contrast overrides), the file gets the modes every found plan carries:
+    `found` expects what was found (each count > 0), `contrast` switches the behaviour back
+    and expects nothing lost, so `highwater scenario run FILE --mode found|contrast` runs it."""
     from harness.plan.overrides import apply_override
 
     # The plan's --set overrides applied as `highwater run` applies them (list items by
@@ -338,4 +356,23 @@ def to_fault_plan(plan: Plan, steps: Sequence[Step], seed: int, source_text: str
         f.update({k: v for k, v in s.params.items() if v is not None})
         faults.append(f)
     data["faults"] = faults
+    if found and contrast:
+        data["modes"] = found_modes(plan, found, contrast)
     return yaml.safe_dump(data, sort_keys=False)
+
+
+NOTHING_LOST = {"lost-write": "== 0", "inconsistent-offset": "== 0", "uncommitted-read": "== 0"}
+
+
+def found_modes(plan: Plan, found: Mapping[str, int],
+                contrast: Mapping[str, str]) -> dict[str, Any]:  # fmt: skip
+    """`found` and `contrast` modes for an exported schedule (see to_fault_plan)."""
+    setting = ", ".join(f"{k}={v}" for k, v in plan.overrides.items()
+                        if k.startswith("cluster.")) or "the plan as written"  # fmt: skip
+    mode: dict[str, Any] = {"description": f"as found: {setting}", "expected": {
+        k: "> 0" for k, n in found.items() if n and k != "diverged-offsets"}}  # fmt: skip
+    if found.get("diverged-offsets"):
+        mode["diverged_offsets"] = "> 0"
+    return {"found": mode, "contrast": {
+        "description": "switched back: " + ", ".join(f"{k}={v}" for k, v in contrast.items()),
+        "set": dict(contrast), "expected": dict(NOTHING_LOST), "diverged_offsets": "== 0"}}

@@ -138,3 +138,29 @@ def test_timeable_keeps_separated_fault_edges_apart_and_in_order() -> None:
     assert _timeable(before, shorter)
     swapped = [dataclasses.replace(pause, duration=7.0), kill, chained]  # p now ends at 12
     assert not _timeable(before, swapped)
+
+
+def test_an_export_with_a_contrast_carries_found_and_contrast_modes() -> None:
+    """Every found plan has modes (issue 26): the export writes them from what the minimal
+    schedule showed and from explore's --contrast."""
+    from pathlib import Path
+
+    from harness.scenario.catalog import Scenario
+
+    plan = parse_plan(RANDOM, "r.yaml", {"cluster.switches.isr-update": "eager"})
+    text = to_fault_plan(plan, steps_for(plan, 3)[:2], 3, RANDOM,
+                         found={"lost-write": 2, "diverged-offsets": 1, "duplicate": 0},
+                         contrast={"cluster.switches.isr-update": "maximal"})  # fmt: skip
+    back = parse_plan(text, "exported.yaml")
+    sc = Scenario("exported", Path("exported.yaml"), back)
+    assert sc.modes == ("found", "contrast")
+    found = parse_plan(text, "exported.yaml", sc.overrides("found"))
+    assert {k: e.text for k, e in found.expected.items()} == {
+        "lost-write": "> 0", "diverged-offsets": "> 0"}
+    contrast = parse_plan(text, "exported.yaml", sc.overrides("contrast"))
+    assert contrast.cluster.switches == {"isr-update": "maximal"}
+    assert {k: e.text for k, e in contrast.expected.items()} == {
+        "lost-write": "== 0", "inconsistent-offset": "== 0", "uncommitted-read": "== 0",
+        "diverged-offsets": "== 0"}
+    # Without a contrast there is nothing to contrast with: no modes, as before.
+    assert "modes" not in to_fault_plan(plan, steps_for(plan, 3)[:2], 3, RANDOM)
