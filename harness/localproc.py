@@ -114,13 +114,16 @@ class LocalCluster:
             time.sleep(0.5)
 
     def stop(self) -> None:
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        """Brokers first, then the controller: a broker's controlled shutdown needs the
+        controller to grant it (it stops anyway after its 3 s bound, but says so)."""
+        for group in (self.procs[1:], self.procs[:1]):
+            for proc in group:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+            for proc in group:
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
         self.procs.clear()

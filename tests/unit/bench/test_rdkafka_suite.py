@@ -110,3 +110,12 @@ def test_what_a_test_checks_comes_from_its_own_comment(tmp_path: Path) -> None:
         "#include <iostream>\n/**\n * @brief Test fetch.max.bytes\n *\n *  - Produce\n */\n")
     assert what_it_checks(tmp_path, "0082") == "Test fetch.max.bytes"
     assert what_it_checks(tmp_path, "0001") == ""
+
+
+def test_client_version_from_the_source_header(tmp_path: Path) -> None:
+    from harness.bench.rdkafka_suite import client_version
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "rdkafka.h").write_text("#define RD_KAFKA_VERSION 0x020002ff\n")
+    assert client_version(tmp_path) == "2.0.2"
+    assert client_version(tmp_path / "nothing") == "unknown"

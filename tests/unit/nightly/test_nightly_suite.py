@@ -9,6 +9,7 @@ import pytest
 from harness.nightly.suite import (
     MinIsrEntry,
     PlanEntry,
+    RdkafkaSuiteEntry,
     ScenarioEntry,
     load_suite,
     parse_budget,
@@ -32,7 +33,8 @@ def test_shipped_suite_loads_with_resolved_plans_and_min_isr_entry() -> None:
     assert scenarios == [(f"L{i}", "fixed") for i in range(1, 15)]  # every documented one
     kinds = [type(e).__name__ for e in suite.entries]
     assert kinds.index("MinIsrEntry") == kinds.index("ScenarioEntry") + 5  # after L1-L5
-    assert suite.budget_s == 1800.0
+    assert suite.budget_s == 3600.0
+    assert isinstance(suite.entries[-1], RdkafkaSuiteEntry)  # last: about 25 minutes
 
 
 def _suite(text: str) -> object:
