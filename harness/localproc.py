@@ -117,13 +117,19 @@ class LocalCluster:
         """Brokers first, then the controller: a broker's controlled shutdown needs the
         controller to grant it (it stops anyway after its 3 s bound, but says so)."""
         for group in (self.procs[1:], self.procs[:1]):
-            for proc in group:
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
-            for proc in group:
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
+            stop_processes(group)
         self.procs.clear()
+
+
+def stop_processes(procs: Sequence[subprocess.Popen]) -> None:
+    """SIGTERM every process still running, then wait for each (bounded); SIGKILL one that
+    has not exited within 30 s."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)

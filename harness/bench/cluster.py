@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.bench.broker import REPO, Result, drive
-from harness.localproc import LocalCluster, free_port, wait_listening
+from harness.localproc import LocalCluster, free_port, stop_processes, wait_listening
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,18 +37,6 @@ def _start(cmd: list[str], port: int, procs: list[subprocess.Popen], log: Path) 
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=f)
     procs.append(proc)
     wait_listening(port, proc, 30.0, "broker")
-
-
-def _stop(procs: list[subprocess.Popen]) -> None:
-    for proc in reversed(procs):
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    for proc in procs:
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def _case(args: argparse.Namespace, acks: str) -> argparse.Namespace:
@@ -82,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
                     "--data-dir", str(base / "single"), "--log-level", "WARNING"],
                    port, procs, base / "single.log")  # fmt: skip
             results.append(drive(f"127.0.0.1:{port}", "single acks=1", _case(args, "1")))
-            _stop(procs)
+            stop_processes(procs)
             procs.clear()
             with LocalCluster(base / "rf3", 3, broker_args=["--log-level", "WARNING",
                                                             "--no-auto-create-topics"],
@@ -92,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                 for acks in ("all", "1"):
                     results.append(drive(bootstrap, f"rf3 acks={acks}", _case(args, acks)))
         finally:
-            _stop(procs)
+            stop_processes(procs)
     single = results[0]
     print(f"{'case':<14} {'records':>9} {'rec/s':>9} {'MB/s':>7} {'p50 ms':>8} {'p99 ms':>8} "
           f"{'x single':>8}")  # fmt: skip
