@@ -55,12 +55,22 @@ def _error(code: int) -> Errors:
         return Errors.UNKNOWN_SERVER_ERROR
 
 
+# replica.fetch.response.max.bytes: Kafka's default bound of a whole replica Fetch response.
+REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024
+
+
 class FetcherSession:
-    def __init__(self, node_id: int, leader_id: int, max_wait_ms: int, max_bytes: int) -> None:
+    def __init__(self, node_id: int, leader_id: int, max_wait_ms: int, max_bytes: int,
+                 response_max_bytes: int = REPLICA_FETCH_RESPONSE_MAX_BYTES) -> None:  # fmt: skip
+        """`max_bytes` is each partition's limit (replica.fetch.max.bytes), `response_max_bytes`
+        the whole response's (replica.fetch.response.max.bytes): the leader honours both
+        (KIP-74), so the second must not be the first, or one partition's catch-up would starve
+        every other partition of the response."""
         self.node_id = node_id
         self.leader_id = leader_id
         self.max_wait_ms = max_wait_ms
         self.max_bytes = max_bytes
+        self.response_max_bytes = max(response_max_bytes, max_bytes)
         self.states: dict[TopicPartition, ReplicaFetcherState] = {}
 
     def add(self, partition: Partition) -> ReplicaFetcherState:
@@ -151,7 +161,7 @@ class FetcherSession:
                 "replica_id": self.node_id,
                 "max_wait": self.max_wait_ms,
                 "min_bytes": 1,
-                "max_bytes": self.max_bytes,
+                "max_bytes": self.response_max_bytes,
                 "isolation_level": 0,
                 "session_id": 0,
                 "session_epoch": -1,

@@ -129,3 +129,25 @@ def test_follower_longer_than_an_unclean_leader_truncates_to_its_log_end(tmp_pat
     assert _values(follower) == [0, 1, 2]  # nothing cut on the Fetch answer alone
     assert _round(session, leader)[0] == (LIST_OFFSETS, 0)
     assert st.truncations[-1] == 1 and follower.get_partition("t", 0).log_end_offset == 1
+
+
+def test_response_limit_is_not_the_partition_limit(tmp_path: Path) -> None:
+    """replica.fetch.max.bytes bounds each partition, replica.fetch.response.max.bytes (10 MiB)
+    the response: both partitions of a catching-up follower move in one round. With the
+    response bounded by the partition limit (what the session sent before), the leader, now
+    honouring the response's max_bytes (KIP-74), would give the second partition nothing."""
+    leader = _leader(tmp_path)
+    lrm = leader.replica_manager
+    big = build_batch([(None, b"v" * 600_000)], timestamp=0)
+    for p in (0, 1):
+        lrm.apply_partition("t", p, A, 3, (A, B), (A, B), 0, 1)
+        lrm.append_records(1, {("t", p): big})
+    for response_max, moved in ((None, [1, 1]), (1 << 20, [1, 0])):
+        follower = _follower()
+        kwargs = {} if response_max is None else {"response_max_bytes": response_max}
+        session = FetcherSession(B, A, max_wait_ms=0, max_bytes=1 << 20, **kwargs)
+        for p in (0, 1):
+            follower.apply_partition("t", p, A, 3, (A, B), (A, B), 0, 1)
+            session.add(follower.get_partition("t", p))
+        assert _round(session, leader) == [(1, 0)]
+        assert [follower.get_partition("t", p).log.log_end_offset for p in (0, 1)] == moved
