@@ -78,11 +78,10 @@ def test_scenario_mode(images: None, tmp_path: Path, sid: str, mode: str) -> Non
 
 
 def test_min_isr_matrix_acks_all_rows(images: None, tmp_path: Path) -> None:
-    # Kafka 4.1, min.insync 2 and 3 (the cells where acks=all is refused as the ISR shrinks):
-    # two clusters. min.insync 1 and the 3.9 column run every night (chaos_plans/nightly.yaml)
-    # and with `highwater scenario min-isr`; each cluster adds ~85 s here.
-    proc, _ = _scenario(["min-isr", "--kafka-version", "4.1", "--min-isr", "2", "--min-isr", "3"],
-                        tmp_path)  # fmt: skip
+    # Kafka 4.1, min.insync 2 (acks=all served at ISR 3 and 2, refused at ISR 1): one cluster.
+    # min.insync 1 and 3 and the 3.9 column run every night (chaos_plans/nightly.yaml) and with
+    # `highwater scenario min-isr`; each cluster adds ~80 s here, and make test has a 35-min cap.
+    proc, _ = _scenario(["min-isr", "--kafka-version", "4.1", "--min-isr", "2"], tmp_path)
     explain = f"exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
     [table] = sorted((tmp_path / "scenarios").glob("min-isr-*.json"))
     data = json.loads(table.read_text())
@@ -90,7 +89,7 @@ def test_min_isr_matrix_acks_all_rows(images: None, tmp_path: Path) -> None:
     assert (table.with_suffix(".html")).is_file()
     rows = [r for r in data["rows"] if r["acks"] == "all" and r["isr"].isdigit()]
     seen = {(r["min_isr"], int(r["isr"])) for r in rows}
-    assert {(m, 3) for m in (2, 3)} <= seen, explain
+    assert {(2, 3), (2, 1)} <= seen, explain  # a served row and a refused one
     for r in rows:
         where = f"min.insync={r['min_isr']} ISR={r['isr']}: {r}"
         assert r.get("lost", 0) == 0, where  # nothing acknowledged is lost
