@@ -62,9 +62,6 @@ RAFT_APIS: dict[int, VersionRange] = {
 }
 
 
-
-
-
 def is_raft_request(request: Request) -> bool:
     return request.api_key in RAFT_APIS or (
         request.api_key == FETCH and request.api_version == RAFT_FETCH_VERSION)

@@ -62,9 +62,6 @@ READ_CHUNK = 256 * 1024
 MAX_HTTP_HEADER = 16 * 1024
 
 
-
-
-
 class ControllerServer:
     def __init__(
         self,

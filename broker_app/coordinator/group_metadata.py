@@ -13,6 +13,7 @@ Pure data and rules; the coordinator (group_coordinator.py) drives it with now_m
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -155,8 +156,6 @@ class ClassicGroup:
 def consumer_subscription_topics(metadata: bytes) -> set[str]:
     """The topics of a ConsumerProtocolSubscription (any version: int16 version, then an
     int32-counted array of int16-length strings); empty when it does not parse."""
-    import struct
-
     try:
         (count,) = struct.unpack_from(">i", metadata, 2)
         if count < 0 or count > len(metadata):

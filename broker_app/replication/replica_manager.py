@@ -74,6 +74,11 @@ TopicPartition = tuple[str, int]
 ACKS_NONE, ACKS_LEADER, ACKS_ALL = 0, 1, -1
 
 
+def cleanup_policies(configs: Mapping[str, str]) -> set[str]:
+    """A topic's cleanup.policy as a set ("delete", "compact"); Kafka's default is delete."""
+    return {v.strip() for v in configs.get("cleanup.policy", "delete").lower().split(",")}
+
+
 @dataclass
 class PartitionAppendResult:
     error_code: int = Errors.NONE
@@ -195,8 +200,7 @@ class ReplicaManager:
         wanted = {
             "segment_bytes": int(configs.get("segment.bytes", base.segment_bytes)),
             "max_batch_bytes": int(configs.get("max.message.bytes", base.max_batch_bytes)),
-            "compacted": "compact" in [
-                v.strip() for v in configs.get("cleanup.policy", "delete").lower().split(",")],
+            "compacted": "compact" in cleanup_policies(configs),
             "timestamp_before_max_ms": int(configs.get("message.timestamp.before.max.ms",
                                                        base.timestamp_before_max_ms)),
             "timestamp_after_max_ms": int(configs.get("message.timestamp.after.max.ms",
@@ -215,7 +219,7 @@ class ReplicaManager:
         moved = 0
         for (topic, _), p in list(self.partitions.items()):
             configs = self.topic_configs.get(topic, {})
-            if "delete" not in configs.get("cleanup.policy", "delete").lower().split(","):
+            if "delete" not in cleanup_policies(configs):
                 continue
             retention_ms = int(configs.get("retention.ms", DEFAULT_RETENTION_MS))
             retention_bytes = int(configs.get("retention.bytes", -1))

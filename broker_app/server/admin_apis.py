@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from .kafka_apis import KafkaApis
 
 
-
 class AdminApis:
     def __init__(self, apis: KafkaApis) -> None:
         self.apis = apis
