@@ -53,12 +53,13 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from broker_app.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from broker_app.metadata.records import (
     BrokerConfig,
     FenceBroker,
+    GroupConfig,
     MetadataRecord,
     PartitionRecord,
     RegisterBroker,
@@ -837,12 +838,30 @@ class QuorumController:
         """KIP-226: dynamic configs of broker `broker` ("" = the cluster-wide default), values
         already validated (server/configs.py); None deletes. One BrokerConfig record per name
         whose value changes."""
+        return self._alter_resource_configs(
+            lambda image: image.broker_configs.get(broker, {}),
+            lambda key, value: BrokerConfig(broker, key, value), changes, validate_only)
+
+    def alter_group_configs(self, group: str, changes: dict[str, str | None],
+                            validate_only: bool, now_ms: int) -> list[MetadataRecord]:
+        """KIP-848 group configs of group `group`, values already validated
+        (server/configs.py); None deletes. One GroupConfig record per name whose value
+        changes."""
+        return self._alter_resource_configs(
+            lambda image: image.group_configs.get(group, {}),
+            lambda key, value: GroupConfig(group, key, value), changes, validate_only)
+
+    def _alter_resource_configs(
+        self, current_of: Callable[[MetadataImage], Mapping[str, str]],
+        record: Callable[[str, str | None], MetadataRecord], changes: dict[str, str | None],
+        validate_only: bool,
+    ) -> list[MetadataRecord]:
         p = self._begin()
-        current = p.image.broker_configs.get(broker, {})
+        current = current_of(p.image)
         if not validate_only:
             for key, value in sorted(changes.items()):
                 if current.get(key) != value:
-                    p.add(BrokerConfig(broker, key, value))
+                    p.add(record(key, value))
         return self._commit(p)
 
 

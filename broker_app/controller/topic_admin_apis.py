@@ -6,8 +6,9 @@ the KRaft controller (KIP-590). Config values are validated here against the one
 (server/configs.py) before the controller writes ConfigRecords; a bad entry fails its whole
 resource, as Kafka's ConfigurationControlManager does. Resource types: TOPIC, and BROKER (KIP-226
 dynamic broker configs: a registered broker id, or "" for the cluster-wide default; only the
-names in configs.DYNAMIC_BROKER_CONFIGS, written as BrokerConfig records); any other type is
-INVALID_REQUEST.
+names in configs.DYNAMIC_BROKER_CONFIGS, written as BrokerConfig records), and GROUP (KIP-848
+group configs: any non-empty group id, configs.GROUP_CONFIGS, written as GroupConfig records);
+any other type is INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from broker_app.protocol.codec import Request
 from broker_app.server.api_common import respond
 from broker_app.server.configs import (
     RESOURCE_BROKER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     ConfigError,
     topic_changes,
@@ -65,6 +67,10 @@ def _alter(controller: QuorumController, request: Request, now_ms: int, incremen
                 _alter_broker(controller, res, incremental, bool(body.validate_only), now_ms)
                 responses.append(out)
                 continue
+            if res.resource_type == RESOURCE_GROUP:
+                _alter_group(controller, res, incremental, bool(body.validate_only), now_ms)
+                responses.append(out)
+                continue
             if res.resource_type != RESOURCE_TOPIC:
                 raise ConfigError(Errors.INVALID_REQUEST,
                                   f"unsupported resource type {res.resource_type}")
@@ -97,6 +103,18 @@ def _alter_broker(controller: QuorumController, res: Any, incremental: bool,
     current = dict(controller.image.broker_configs.get(name, {}))
     changes = topic_changes(current, res.configs, incremental, kind="broker")
     controller.alter_broker_configs(name, changes, validate_only, now_ms)
+
+
+def _alter_group(controller: QuorumController, res: Any, incremental: bool,
+                 validate_only: bool, now_ms: int) -> None:
+    """One GROUP resource: each value checked against GroupConfig's bounds, then committed as
+    GroupConfig records."""
+    name = res.resource_name or ""
+    if not name:
+        raise ConfigError(Errors.INVALID_REQUEST, "Default group resources are not allowed.")
+    current = dict(controller.image.group_configs.get(name, {}))
+    changes = topic_changes(current, res.configs, incremental, kind="group")
+    controller.alter_group_configs(name, changes, validate_only, now_ms)
 
 
 def handle_alter_configs(controller: QuorumController, request: Request, now_ms: int) -> Any:

@@ -33,6 +33,7 @@ from .records import (
     NO_LEADER,
     BrokerConfig,
     FenceBroker,
+    GroupConfig,
     MetadataRecord,
     MetadataRecordError,
     PartitionChange,
@@ -96,7 +97,8 @@ class TopicImage:
 
 
 class MetadataImage:
-    __slots__ = ("brokers", "topics", "topics_by_id", "offset", "broker_configs")
+    __slots__ = ("brokers", "topics", "topics_by_id", "offset", "broker_configs",
+                 "group_configs")
 
     def __init__(
         self,
@@ -104,11 +106,15 @@ class MetadataImage:
         topics: Mapping[str, TopicImage] | None = None,
         offset: int = -1,
         broker_configs: Mapping[str, Mapping[str, str]] | None = None,
+        group_configs: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         #: dynamic broker configs (BrokerConfig records): broker id as a string, or "" for
         #: the cluster default -> name -> value
         self.broker_configs: Mapping[str, Mapping[str, str]] = {
             k: dict(v) for k, v in (broker_configs or {}).items() if v}
+        #: group configs (GroupConfig records): group id -> name -> value
+        self.group_configs: Mapping[str, Mapping[str, str]] = {
+            k: dict(v) for k, v in (group_configs or {}).items() if v}
         self.brokers: Mapping[int, BrokerRegistration] = dict(brokers or {})
         self.topics: Mapping[str, TopicImage] = dict(topics or {})
         self.topics_by_id: Mapping[uuid.UUID, TopicImage] = {
@@ -156,6 +162,7 @@ class MetadataImage:
             and self.topics == other.topics
             and self.offset == other.offset
             and self.broker_configs == other.broker_configs
+            and self.group_configs == other.group_configs
         )
 
     def __repr__(self) -> str:
@@ -202,6 +209,7 @@ class MetadataImage:
                 for t in sorted(self.topics.values(), key=lambda t: t.name)
             },
             "broker_configs": {k: dict(v) for k, v in sorted(self.broker_configs.items())},
+            "group_configs": {k: dict(v) for k, v in sorted(self.group_configs.items())},
         }
 
     def digest(self) -> str:
@@ -211,8 +219,9 @@ class MetadataImage:
         last metadata record). The metadata-divergence check compares these."""
         content = self.to_json()
         del content["offset"]
-        if not content.get("broker_configs"):
-            content.pop("broker_configs", None)  # images without any keep their digest
+        for key in ("broker_configs", "group_configs"):
+            if not content.get(key):
+                content.pop(key, None)  # images without any keep their digest
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
@@ -226,10 +235,13 @@ class MetadataImage:
         topics = dict(self.topics)
         by_id = {t.topic_id: t.name for t in topics.values()}
         configs = {k: dict(v) for k, v in self.broker_configs.items()}
+        groups = {k: dict(v) for k, v in self.group_configs.items()}
         offset = self.offset
         for off, rec in records:
-            if isinstance(rec, BrokerConfig):
-                entry = configs.setdefault(rec.broker, {})
+            if isinstance(rec, BrokerConfig | GroupConfig):
+                table, owner = ((configs, rec.broker) if isinstance(rec, BrokerConfig)
+                                else (groups, rec.group))  # fmt: skip
+                entry = table.setdefault(owner, {})
                 if rec.value is None:
                     entry.pop(rec.name, None)
                 else:
@@ -237,7 +249,7 @@ class MetadataImage:
             else:
                 _apply(brokers, topics, by_id, rec, f"offset {off}")
             offset = off
-        return MetadataImage(brokers, topics, offset, configs)
+        return MetadataImage(brokers, topics, offset, configs, groups)
 
 
 def _topic_for(topics: dict[str, TopicImage], by_id: dict[uuid.UUID, str], topic_id: str,

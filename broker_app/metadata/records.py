@@ -102,6 +102,17 @@ class BrokerConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupConfig:
+    """ConfigRecord for a group resource (KIP-848 group configs): `group` is a group id;
+    value None deletes it."""
+
+    TYPE: ClassVar[str] = "GroupConfig"
+    group: str
+    name: str
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class RemoveTopic:
     """RemoveTopicRecord (DeleteTopics): the topic and all its partitions are gone; brokers
     delete the replicas' logs when they apply it."""
@@ -147,6 +158,7 @@ MetadataRecord = (
     | TopicRecord
     | TopicConfig
     | BrokerConfig
+    | GroupConfig
     | RemoveTopic
     | PartitionRecord
     | PartitionChange
@@ -161,6 +173,7 @@ RECORD_TYPES: dict[str, type] = {
         TopicRecord,
         TopicConfig,
         BrokerConfig,
+        GroupConfig,
         RemoveTopic,
         PartitionRecord,
         PartitionChange,

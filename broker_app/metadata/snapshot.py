@@ -30,6 +30,7 @@ from .image import MetadataImage
 from .records import (
     BrokerConfig,
     FenceBroker,
+    GroupConfig,
     MetadataRecord,
     MetadataRecordError,
     PartitionRecord,
@@ -62,6 +63,9 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
     for broker in sorted(image.broker_configs):
         for name, value in sorted(image.broker_configs[broker].items()):
             out.append(BrokerConfig(broker, name, value))
+    for group in sorted(image.group_configs):
+        for name, value in sorted(image.group_configs[group].items()):
+            out.append(GroupConfig(group, name, value))
     return out
 
 
@@ -87,7 +91,8 @@ def decode_snapshot(payload: bytes | memoryview, end_offset: int,
     except CorruptRecordError as e:
         raise MetadataRecordError(f"metadata {where}: {e}") from e
     image = MetadataImage().apply_all(records)  # raises MetadataRecordError naming the record
-    return MetadataImage(image.brokers, image.topics, end_offset - 1, image.broker_configs)
+    return MetadataImage(image.brokers, image.topics, end_offset - 1, image.broker_configs,
+                         image.group_configs)
 
 
 def snapshot_record_bytes(values: Iterable[bytes]) -> int:

@@ -38,6 +38,16 @@ metadata log and every broker applies them:
 Every other broker config is read-only (DescribeConfigs shows it as static); an unknown or
 read-only name is INVALID_CONFIG naming it. Single-node mode (no controller) keeps broker
 configs read-only (INVALID_REQUEST).
+Group resources (KIP-848's group configs, Kafka 4.0+; cluster mode): AlterConfigs /
+IncrementalAlterConfigs on a group id set the names in GROUP_CONFIGS, checked against the
+group coordinator's default bounds as Kafka's GroupConfig.validate does (unknown name or
+out-of-range value: INVALID_CONFIG; an empty group id: INVALID_REQUEST). Those bounds are
+fixed here (Kafka's group.*.min/max.* broker settings are not), and they never overlap, so
+GroupConfig's "session timeout above heartbeat interval" rule always holds and is not checked.
+The controller stores them as GroupConfig records. DescribeConfigs on any group id (existing
+or not) shows them, GROUP_CONFIG where set, else the default. Stored and described, NOT
+enforced: they tune KIP-848 consumer, share and streams groups, which this broker does not have
+yet (classic groups take their timeouts from JoinGroup, as in Kafka).
 """
 
 from __future__ import annotations
@@ -55,6 +65,7 @@ SOURCE_DYNAMIC_BROKER = 2
 SOURCE_DYNAMIC_DEFAULT_BROKER = 3
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
+SOURCE_GROUP = 8
 # ConfigType (DescribeConfigs v3+): the documented type of each config.
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 5, 6, 7
 
@@ -62,6 +73,7 @@ TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_BROKER_LOGGER = 8
+RESOURCE_GROUP = 32
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -196,10 +208,36 @@ DYNAMIC_BROKER_CONFIGS: dict[str, TopicConfigSpec] = {
 }
 
 
+# Kafka's GroupConfig (group-coordinator GroupConfig.java; the share and streams ones from
+# KIP-932 and KIP-1071, Kafka 4.0 / 4.1): default and the group coordinator's default bounds
+# (group.consumer.min/max.session.timeout.ms and the like).
+GROUP_CONFIGS: dict[str, TopicConfigSpec] = {
+    "consumer.session.timeout.ms": TopicConfigSpec(
+        _integer(45000, 60000), TYPE_INT, lambda c: "45000"),
+    "consumer.heartbeat.interval.ms": TopicConfigSpec(
+        _integer(5000, 15000), TYPE_INT, lambda c: "5000"),
+    "share.session.timeout.ms": TopicConfigSpec(
+        _integer(45000, 60000), TYPE_INT, lambda c: "45000"),
+    "share.heartbeat.interval.ms": TopicConfigSpec(
+        _integer(5000, 15000), TYPE_INT, lambda c: "5000"),
+    "share.record.lock.duration.ms": TopicConfigSpec(
+        _integer(15000, 60000), TYPE_INT, lambda c: "30000"),
+    "share.auto.offset.reset": TopicConfigSpec(
+        _one_of("latest", "earliest"), TYPE_STRING, lambda c: "latest"),
+    "streams.session.timeout.ms": TopicConfigSpec(
+        _integer(45000, 60000), TYPE_INT, lambda c: "45000"),
+    "streams.heartbeat.interval.ms": TopicConfigSpec(
+        _integer(5000, 15000), TYPE_INT, lambda c: "5000"),
+    "streams.num.standby.replicas": TopicConfigSpec(_integer(0, 2), TYPE_INT, lambda c: "0"),
+}  # fmt: skip
+
+_CATALOGUES = {"topic": TOPIC_CONFIGS, "broker": DYNAMIC_BROKER_CONFIGS, "group": GROUP_CONFIGS}
+
+
 def validate_topic_config(name: str, value: str | None, kind: str = "topic") -> str:
-    """The value to store for `kind` ("topic" or "broker") config `name`; ConfigError naming
-    what is wrong."""
-    spec = (TOPIC_CONFIGS if kind == "topic" else DYNAMIC_BROKER_CONFIGS).get(name)
+    """The value to store for `kind` ("topic", "broker" or "group") config `name`;
+    ConfigError naming what is wrong."""
+    spec = _CATALOGUES[kind].get(name)
     if spec is None and kind == "broker" and name in BROKER_CONFIG_NAMES:
         raise ConfigError(Errors.INVALID_CONFIG,
                           f"Cannot update these configs dynamically: [{name}] (dynamic: "
@@ -300,6 +338,14 @@ def describe_broker(broker_config: Any, wanted: list[str] | None,
     return out
 
 
+def describe_group(stored: dict[str, str], wanted: list[str] | None) -> list[dict[str, Any]]:
+    """A group's configs as DescribeConfigs shows them: GROUP_CONFIG where set, else the
+    default (any group id, existing or not, as Kafka does)."""
+    return [describe_entry(n, stored[n], SOURCE_GROUP, spec.config_type) if n in stored else
+            describe_entry(n, spec.default(None), SOURCE_DEFAULT, spec.config_type)
+            for n, spec in sorted(GROUP_CONFIGS.items())
+            if wanted is None or n in wanted]  # fmt: skip
+
 
 # IncrementalAlterConfigs operations (KIP-339)
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
@@ -316,7 +362,7 @@ def incremental_update(
         if name in seen:
             raise ConfigError(Errors.INVALID_REQUEST, f"config {name} appears more than once")
         seen.add(name)
-        spec = (TOPIC_CONFIGS if kind == "topic" else DYNAMIC_BROKER_CONFIGS).get(name)
+        spec = _CATALOGUES[kind].get(name)
         if spec is None:
             validate_topic_config(name, value, kind)  # raises, naming the config
             raise AssertionError("unreachable")
@@ -342,9 +388,9 @@ def incremental_update(
 def topic_changes(current: dict[str, str], configs: Any, incremental: bool,
                   kind: str = "topic") -> dict[str, str | None]:  # fmt: skip
     """What an AlterConfigs (every setting replaced: unnamed ones revert to their default) or
-    IncrementalAlterConfigs request does to a topic's (or, kind "broker", a broker resource's
-    dynamic) configs; ConfigError when it is bad. `configs` None (a null array, as some
-    clients send for "no settings") is an empty list."""
+    IncrementalAlterConfigs request does to a topic's (or, kind "broker" / "group", a broker
+    or group resource's dynamic) configs; ConfigError when it is bad. `configs` None (a null
+    array, as some clients send for "no settings") is an empty list."""
     configs = configs or ()
     if incremental:
         ops = [(c.name, int(c.config_operation), c.value) for c in configs]

@@ -24,9 +24,11 @@ from broker_app.protocol.error_codes import Errors
 
 from .configs import (
     RESOURCE_BROKER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     ConfigError,
     describe_broker,
+    describe_group,
     describe_topic,
     topic_changes,
 )
@@ -167,6 +169,12 @@ class TopicAdminApis:
             cluster = self.apis.cluster
             dynamic = dict(cluster.image.broker_configs) if cluster is not None else {}
             return describe_broker(config, keys, dynamic)
+        if rtype == RESOURCE_GROUP:
+            if not name:
+                raise ConfigError(Errors.INVALID_REQUEST, "Group name must not be empty")
+            cluster = self.apis.cluster
+            stored = cluster.image.group_configs.get(name, {}) if cluster is not None else {}
+            return describe_group(dict(stored), keys)
         raise ConfigError(Errors.INVALID_REQUEST, f"unsupported resource type {rtype}")
 
     def _topic_configs(self, name: str) -> dict[str, str] | None:
@@ -202,10 +210,10 @@ class TopicAdminApis:
         return self.apis._respond(request, {"throttle_time": 0, "responses": responses})
 
     def _alter_single_node(self, res: Any, incremental: bool, validate_only: bool) -> None:
-        if res.resource_type == RESOURCE_BROKER:
+        if res.resource_type in (RESOURCE_BROKER, RESOURCE_GROUP):
             raise ConfigError(Errors.INVALID_REQUEST,
-                              "dynamic broker configs need a controller (cluster mode): a "
-                              "single-node broker keeps its configs static")
+                              "dynamic broker and group configs need a controller (cluster "
+                              "mode): a single-node broker keeps its configs static")
         if res.resource_type != RESOURCE_TOPIC:
             raise ConfigError(Errors.INVALID_REQUEST,
                               f"unsupported resource type {res.resource_type}")
@@ -221,8 +229,8 @@ class TopicAdminApis:
 
     @staticmethod
     def _configs_applied(body: Any, resp: Any, image: Any, incremental: bool) -> bool:
-        """Every topic (and broker resource) the controller changed shows the requested
-        values in our image."""
+        """Every topic (and broker or group resource) the controller changed shows the
+        requested values in our image."""
         ok = {(r.resource_type, r.resource_name) for r in resp.responses
               if r.error_code.value == Errors.NONE}
         if body.validate_only:
@@ -230,6 +238,8 @@ class TopicAdminApis:
         for res in body.resources:
             if res.resource_type == RESOURCE_BROKER:
                 topic = SimpleNamespace(configs=image.broker_configs.get(res.resource_name, {}))
+            elif res.resource_type == RESOURCE_GROUP:
+                topic = SimpleNamespace(configs=image.group_configs.get(res.resource_name, {}))
             else:
                 topic = image.topics.get(res.resource_name)
             if (res.resource_type, res.resource_name) not in ok or topic is None:

@@ -104,6 +104,29 @@ def test_dynamic_broker_configs_are_records_replayed_and_snapshotted(cluster) ->
     assert "1" not in cluster.image.broker_configs
 
 
+def test_group_configs_are_records_replayed_and_snapshotted(cluster) -> None:
+    """KIP-848 group configs: GroupConfig records, replayed by a restarted controller and kept
+    by a snapshot; an image with none keeps the digest it had before they existed."""
+    from broker_app.metadata.records import GroupConfig
+    from broker_app.metadata.snapshot import decode_snapshot, encode_snapshot
+
+    digest = cluster.image.digest()
+    records = cluster.controller.alter_group_configs(
+        "g", {"consumer.session.timeout.ms": "50000"}, False, 0)
+    assert records == [GroupConfig("g", "consumer.session.timeout.ms", "50000")]
+    assert cluster.controller.alter_group_configs(
+        "g", {"consumer.session.timeout.ms": "50000"}, False, 0) == []  # no change, no record
+    image = cluster.image
+    assert image.group_configs == {"g": {"consumer.session.timeout.ms": "50000"}}
+    assert image.digest() != digest
+    assert QuorumController(cluster.controller.config, cluster.log).image.group_configs == \
+        image.group_configs
+    assert decode_snapshot(encode_snapshot(image), image.offset + 1).group_configs == \
+        image.group_configs
+    cluster.controller.alter_group_configs("g", {"consumer.session.timeout.ms": None}, False, 0)
+    assert cluster.image.group_configs == {} and cluster.image.digest() == digest
+
+
 def test_dynamic_cluster_default_of_unclean_election(cluster) -> None:
     cluster.create("a")
     c = cluster.controller
