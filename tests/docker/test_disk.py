@@ -28,15 +28,24 @@ def test_the_data_dir_is_the_fuse_layer(cluster: Cluster) -> None:
     assert st["dirty_files"] >= 1  # the append sits in the layer's page cache, unsynced
 
 
-def test_stall_delays_acks_all_and_ends_cleanly(cluster: Cluster) -> None:
-    p = producer(cluster.bootstrap, acks="all")
+def test_stall_holds_acks_all_until_it_ends(cluster: Cluster) -> None:
+    """Ordering, not timing: while the layer holds the append's write, the acks=all send has
+    no delivery report; once the stall ends it is delivered and readable."""
+    p = producer(cluster.bootstrap, acks="all", **{"message.timeout.ms": 60_000})
     assert produce(p, "stall", [b"warm"], 30) == [None]
-    cluster.disk_stall("broker-1", 3.0, ops="all")
-    started = time.monotonic()
-    assert produce(p, "stall", [b"slow"], 60) == [None]
-    assert time.monotonic() - started >= 2.0
-    st = cluster.disk_status("broker-1")
-    assert st["stalled_calls"] >= 1 and st["stalled"] == []
+    before = cluster.disk_status("broker-1")["stalled_calls"]
+    cluster.disk_stall("broker-1", 60.0, ops="all")  # ended by disk_unstall below
+    reports: list[object] = []
+    p.produce("stall", b"slow", on_delivery=lambda err, _msg: reports.append(err))
+    deadline = time.monotonic() + 30
+    while cluster.disk_status("broker-1")["stalled_calls"] == before:
+        assert time.monotonic() < deadline, "no write reached the stalled layer"
+        p.poll(0.1)
+    p.poll(0.5)
+    assert reports == []  # the broker cannot acknowledge what it has not written
+    cluster.disk_unstall("broker-1")
+    assert p.flush(30) == 0 and reports == [None]
+    assert cluster.disk_status("broker-1")["stalled"] == []
     assert consume(cluster.bootstrap, "stall", 2) == [b"warm", b"slow"]
 
 
