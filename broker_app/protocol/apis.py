@@ -63,7 +63,7 @@ class VersionRange(NamedTuple):
 
 SUPPORTED_APIS: dict[int, VersionRange] = {
     ApiKey.PRODUCE: VersionRange(3, 9),
-    ApiKey.FETCH: VersionRange(4, 12),
+    ApiKey.FETCH: VersionRange(4, 15),
     ApiKey.LIST_OFFSETS: VersionRange(1, 7),
     ApiKey.METADATA: VersionRange(0, 12),
     ApiKey.OFFSET_COMMIT: VersionRange(2, 8),

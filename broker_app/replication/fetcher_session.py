@@ -6,7 +6,9 @@ ReplicaFetcherState (fetcher.py). A round is up to four requests, built one afte
 because each answer can move partitions into the next step:
   ListOffsets (partitions out of range: latest, then earliest — Kafka's fetchOffsetAndTruncate)
   -> OffsetForLeaderEpoch v4 (partitions "truncating", kip-101 / kip-279)
-  -> Fetch v12 (partitions "fetching"; LastFetchedEpoch under the diverging-epoch protocol).
+  -> Fetch v15 (partitions "fetching"; LastFetchedEpoch under the diverging-epoch protocol;
+     topics by id, KIP-516; ReplicaState carries this broker's epoch, KIP-903, as Kafka's
+     followers send it).
 `build_*()` return a PendingRequest (the kio request entity plus the states it was built
 from) or nothing; `apply(pending, response)` feeds the answer to the states and returns how
 many partitions answered with an error. An answer is applied to a partition only if it still
@@ -17,7 +19,9 @@ The I/O edge (server/replica_fetcher.py) sends, paces and backs off; this class 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker_app.protocol.codec import request_class
@@ -37,7 +41,7 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, FETCH = 2, 23, 1
-LIST_OFFSETS_VERSION, OFFSET_FOR_LEADER_EPOCH_VERSION, FETCH_VERSION = 4, 4, 12
+LIST_OFFSETS_VERSION, OFFSET_FOR_LEADER_EPOCH_VERSION, FETCH_VERSION = 4, 4, 15
 
 
 @dataclass
@@ -46,6 +50,7 @@ class PendingRequest:
     body: Any  # the kio request entity to send
     states: dict[TopicPartition, ReplicaFetcherState]
     state: str  # the fetcher state every partition in it was in
+    topic_names: dict[uuid.UUID, str] = field(default_factory=dict)  # Fetch: id -> name
 
 
 def _error(code: int) -> Errors:
@@ -61,11 +66,17 @@ REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024
 
 class FetcherSession:
     def __init__(self, node_id: int, leader_id: int, max_wait_ms: int, max_bytes: int,
-                 response_max_bytes: int = REPLICA_FETCH_RESPONSE_MAX_BYTES) -> None:  # fmt: skip
+                 response_max_bytes: int = REPLICA_FETCH_RESPONSE_MAX_BYTES,
+                 topic_ids: Mapping[str, uuid.UUID] | None = None,
+                 broker_epoch: Callable[[], int] = lambda: -1) -> None:  # fmt: skip
         """`max_bytes` is each partition's limit (replica.fetch.max.bytes), `response_max_bytes`
         the whole response's (replica.fetch.response.max.bytes): the leader honours both
         (KIP-74), so the second must not be the first, or one partition's catch-up would starve
-        every other partition of the response."""
+        every other partition of the response. `topic_ids` (the ReplicaManager's, from the
+        metadata) names topics in Fetch; `broker_epoch()` is this broker's registered epoch
+        (-1 before it has one)."""
+        self.topic_ids: Mapping[str, uuid.UUID] = {} if topic_ids is None else topic_ids
+        self.broker_epoch = broker_epoch
         self.node_id = node_id
         self.leader_id = leader_id
         self.max_wait_ms = max_wait_ms
@@ -142,10 +153,14 @@ class FetcherSession:
         states = self._in(FETCHING)
         if not states:
             return None
-        topics: dict[str, list[dict[str, Any]]] = {}
+        topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        names: dict[uuid.UUID, str] = {}
         for (topic, p), st in states.items():
             r = st.build_fetch()
-            topics.setdefault(topic, []).append(
+            # An id the metadata has not given yet: the leader answers UNKNOWN_TOPIC_ID.
+            topic_id = self.topic_ids.get(topic, uuid.UUID(int=0))
+            names[topic_id] = topic
+            topics.setdefault(topic_id, []).append(
                 {
                     "partition": p,
                     "current_leader_epoch": r.current_leader_epoch,
@@ -158,19 +173,20 @@ class FetcherSession:
         body = build(
             request_class(FETCH, FETCH_VERSION),
             {
-                "replica_id": self.node_id,
+                "replica_state": {"replica_id": self.node_id,
+                                  "replica_epoch": self.broker_epoch()},
                 "max_wait": self.max_wait_ms,
                 "min_bytes": 1,
                 "max_bytes": self.response_max_bytes,
                 "isolation_level": 0,
                 "session_id": 0,
                 "session_epoch": -1,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                "topics": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()],
                 "forgotten_topics_data": [],
                 "rack_id": "",
             },
         )
-        return PendingRequest(FETCH, body, states, FETCHING)
+        return PendingRequest(FETCH, body, states, FETCHING, names)
 
     # --- applying ------------------------------------------------------------------------
 
@@ -220,8 +236,11 @@ class FetcherSession:
     def _apply_fetch(self, pending: PendingRequest, response: Any) -> int:
         errors = 0
         for t in response.responses:
+            name = pending.topic_names.get(t.topic_id)
+            if name is None:
+                continue  # an id this request did not ask for
             for p in t.partitions:
-                tp = (t.topic, p.partition_index)
+                tp = (name, p.partition_index)
                 st = self._current(pending, tp)
                 if st is None:
                     continue

@@ -74,6 +74,9 @@ class FetchRequestData:
     # Kafka's minOneMessage: only the first partition of a response with data may exceed
     # max_bytes by its first whole batch (KIP-74).
     min_one_batch: bool = True
+    # KIP-903: the follower's broker epoch (Fetch v15 ReplicaState.ReplicaEpoch); -1 when the
+    # request has none (before v15).
+    replica_epoch: int = -1
 
 
 @dataclass(frozen=True)

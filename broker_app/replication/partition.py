@@ -145,7 +145,7 @@ class Partition:
         # KIP-841: a fenced broker or one in controlled shutdown may not join an ISR. The
         # ReplicaManager points this at the metadata image; alone, every replica is eligible.
         self.is_replica_isr_eligible: Callable[[int], bool] = lambda _replica_id: True
-        # KIP-903: a broker's current epoch per the metadata image (-1 unknown); the
+        # KIP-903: a broker's registered epoch per the metadata image (-1 unknown); the
         # ReplicaManager points it at the image like is_replica_isr_eligible.
         self.replica_broker_epoch: Callable[[int], int] = lambda _replica_id: -1
 
@@ -340,7 +340,7 @@ class Partition:
                 rid in self.replicas
                 and state.log_end_offset >= 0
                 and state.is_caught_up(leader_leo, now_ms, self.replica_lag_time_max_ms)
-                and self.is_replica_isr_eligible(rid)
+                and self._may_join_isr(rid)
             )
             if waits and state.log_end_offset < new_hw:
                 new_hw = state.log_end_offset
@@ -412,15 +412,16 @@ class Partition:
         if result.error != Errors.NONE or result.diverging_epoch is not None:
             return result, no_update
         update = self.update_follower_fetch_state(
-            request.replica_id, request.fetch_offset, now_ms, request.log_start_offset
-        )
+            request.replica_id, request.fetch_offset, now_ms, request.log_start_offset,
+            request.replica_epoch)  # fmt: skip
         return result, update
 
     def update_follower_fetch_state(
-        self, replica_id: int, fetch_offset: int, now_ms: int, log_start_offset: int = -1
+        self, replica_id: int, fetch_offset: int, now_ms: int, log_start_offset: int = -1,
+        broker_epoch: int = -1,
     ) -> FollowerFetchUpdate:
-        """Record that `replica_id` has everything below `fetch_offset`; maybe expand the ISR and
-        advance the HW."""
+        """Record that `replica_id` (the incarnation with `broker_epoch`, -1 unknown) has
+        everything below `fetch_offset`; maybe expand the ISR and advance the HW."""
         if not self.is_leader:
             raise NotLeaderOrFollowerError(
                 f"broker {self.local_broker_id} does not lead {self.name}; cannot track replicas"
@@ -431,7 +432,7 @@ class Partition:
                 f"broker {replica_id} is not a replica of {self.name} (replicas {self.replicas})"
             )
         previous_leo = state.log_end_offset
-        state.broker_epoch = self.replica_broker_epoch(replica_id)
+        state.broker_epoch = broker_epoch
         state.update_fetch_state(fetch_offset, log_start_offset, now_ms, self.log.log_end_offset)
         request = None
         if replica_id not in self.isr:
@@ -459,13 +460,25 @@ class Partition:
             return None
         if not self.is_follower_in_sync(replica_id):
             return None
-        if not self.is_replica_isr_eligible(replica_id):
-            # Kafka's Partition.isReplicaIsrEligible (KIP-841): the controller would answer
-            # INELIGIBLE_REPLICA, and the next fetch would propose it again, every few ms.
+        if not self._may_join_isr(replica_id):
+            # Kafka's Partition.isReplicaIsrEligible (KIP-841, KIP-903): the controller would
+            # answer INELIGIBLE_REPLICA, and the next fetch would propose it again.
             return None
         committed = CommittedPartitionState(self.isr)
         self.partition_state = PendingExpandIsr(self.isr, replica_id, committed)
         return self._alter_partition_request(self.isr | {replica_id})
+
+    def _may_join_isr(self, replica_id: int) -> bool:
+        """Kafka's isReplicaIsrEligible: not fenced nor shutting down (KIP-841) and, with
+        KIP-903, the fetch that showed it caught up came from the incarnation the metadata
+        registers now (or carried no epoch, -1): a fetch of an old incarnation processed after a
+        fast restart must not add the emptied new one."""
+        if not self.is_replica_isr_eligible(replica_id):
+            return False
+        if not self.behaviour.isr_broker_epochs:
+            return True
+        fetched = self.remote_replicas[replica_id].broker_epoch
+        return fetched == -1 or fetched == self.replica_broker_epoch(replica_id)
 
     def out_of_sync_replicas(self, now_ms: int) -> frozenset[int]:
         leader_leo = self.log.log_end_offset

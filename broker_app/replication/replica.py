@@ -22,13 +22,9 @@ class ReplicaState:
     last_fetch_time_ms: int = 0
     # None = never known caught up under this leader (time 0 is a valid test clock value).
     last_caught_up_time_ms: int | None = None
-    # KIP-903: the follower's broker epoch at its last fetch (-1 unknown). Deviation: Kafka
-    # reads it from the Fetch request (v15 ReplicaState.ReplicaEpoch); our followers fetch
-    # with v12 (topic names), so the leader takes the epoch its metadata image holds for the
-    # follower at that fetch. The image may lag a re-registration: a new incarnation's first
-    # fetches are then stamped with the old epoch and its expansion is refused and retried
-    # (a delay, never an unsafe ISR); the unsafe case, an old incarnation's fetch stamped with
-    # the new epoch, needs the old process alive after its successor registered.
+    # KIP-903: the broker epoch the follower's last fetch carried (Fetch v15
+    # ReplicaState.ReplicaEpoch; -1 before v15 or unknown), as Kafka's Replica keeps it: the
+    # epoch of the incarnation that fetched, never the one the metadata holds now.
     broker_epoch: int = -1
 
     def reset_for_new_leader(self, now_ms: int, in_sync: bool) -> None:

@@ -134,6 +134,9 @@ class ReplicaManager:
         self.clock = clock
         self.partitions: dict[TopicPartition, Partition] = {}
         self.topic_ids: dict[str, Any] = {}
+        # This broker's registered epoch (Kafka's brokerEpochSupplier), sent in its replica
+        # fetches (KIP-903); the controller link points it at the broker lifecycle.
+        self.broker_epoch: Callable[[], int] = lambda: -1
         self.produce_purgatory: Purgatory[DelayedProduce] = Purgatory("Produce")
         # The one place a Fetch waits (consumers and replicas alike), keyed by partition.
         self.fetch_purgatory: Purgatory[DelayedFetch] = Purgatory("Fetch")
@@ -518,6 +521,7 @@ class ReplicaManager:
         max_bytes: int,
         replica_id: int = -1,
         client_rack: str | None = None,
+        replica_epoch: int = -1,
     ) -> dict[TopicPartition, FetchPartitionResult]:
         """Kafka's `readFromLog` (KIP-74): each partition reads at most the smaller of its
         own limit and what is left of the response's `max_bytes`; only the first partition with
@@ -527,7 +531,8 @@ class ReplicaManager:
         `client_rack` is a consumer's Fetch v11+ rack_id (None before v11): with it a follower
         serves the consumer (up to its own high watermark, KIP-392), and a leader whose
         replica selector prefers another replica answers with `preferred_read_replica` and no
-        records. Without it (old consumers, replicas) only the leader serves."""
+        records. Without it (old consumers, replicas) only the leader serves. `replica_epoch` is
+        a replica's broker epoch from Fetch v15 (KIP-903; -1 before)."""
         results: dict[TopicPartition, FetchPartitionResult] = {}
         budget = max_bytes
         first_with_data = True
@@ -549,6 +554,7 @@ class ReplicaManager:
                             max_bytes=limit,
                             last_fetched_epoch=req.last_fetched_epoch,
                             min_one_batch=first_with_data,
+                            replica_epoch=replica_epoch,
                         ),
                         now,
                     )

@@ -157,6 +157,7 @@ class ClusterLink:
         self._alter_wake = asyncio.Event()
         self._alter_sends: set[asyncio.Task[None]] = set()
         replica_manager.alter_partition_sink = self._on_alter_partition
+        replica_manager.broker_epoch = lambda: self.lifecycle.broker_epoch
 
     @property
     def image(self) -> MetadataImage:

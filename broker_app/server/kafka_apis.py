@@ -554,9 +554,19 @@ class KafkaApis:
     def handle_fetch(self, request: Request) -> Any:
         body = request.body
         reqs: dict[tuple[str, int], FetchRequestPartition] = {}
+        # v13+ names topics by id (KIP-516): an id nobody has is UNKNOWN_TOPIC_ID per partition.
+        by_id = request.api_version >= 13
+        ids: dict[str, Any] = {}
+        unknown: list[tuple[Any, int]] = []
         for t in body.topics:
+            name = self._topic_name_by_id(t.topic_id) if by_id else t.topic
+            if name is None:
+                unknown += [(t.topic_id, p.partition) for p in t.partitions]
+                continue
+            if by_id:
+                ids[name] = t.topic_id
             for p in t.partitions:
-                reqs[(t.topic, p.partition)] = FetchRequestPartition(
+                reqs[(name, p.partition)] = FetchRequestPartition(
                     p.fetch_offset,
                     max(p.partition_max_bytes, 0),
                     current_leader_epoch=getattr(p, "current_leader_epoch", -1),
@@ -566,34 +576,53 @@ class KafkaApis:
         max_bytes = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
         min_bytes = body.min_bytes
         max_wait_ms = min(ms(body.max_wait), self.config.fetch_max_wait_ms_cap)
+        # v15+: the replica's id and broker epoch in ReplicaState (KIP-903), before: replica_id.
+        state = getattr(body, "replica_state", None)
+        replica_id = state.replica_id if state is not None else body.replica_id
+        replica_epoch = state.replica_epoch if state is not None else -1
         # KIP-392: a consumer's Fetch v11+ says its client.rack (maybe ""): a follower may then
         # serve it, and the leader may send it to a preferred read replica.
         rack = getattr(body, "rack_id", None)
-        client_rack = (rack or "") if request.api_version >= 11 and body.replica_id < 0 else None
+        client_rack = (rack or "") if request.api_version >= 11 and replica_id < 0 else None
 
         def complete(force: bool) -> Any:
-            results = self.replica_manager.fetch_messages(reqs, max_bytes, body.replica_id,
-                                                          client_rack)
+            results = self.replica_manager.fetch_messages(reqs, max_bytes, replica_id,
+                                                          client_rack, replica_epoch)
             size = sum(len(r.records) for r in results.values())
-            errors = any(r.error_code != Errors.NONE or r.preferred_read_replica >= 0
-                         for r in results.values())
+            errors = unknown or any(r.error_code != Errors.NONE or r.preferred_read_replica >= 0
+                                    for r in results.values())  # fmt: skip
             if not force and not errors and size < max(min_bytes, 1):
                 return None
-            return self._fetch_response(request, results)
+            return self._fetch_response(request, results, ids if by_id else None, unknown)
 
         response = complete(max_wait_ms <= 0 or min_bytes <= 0 or not reqs)
         if response is not None:
             return response
         delayed = DelayedFetch(max_wait_ms, complete)
         op = self.replica_manager.park_fetch(
-            reqs, body.replica_id, min_bytes, max_wait_ms, lambda: delayed.ready.resolve(None),
+            reqs, replica_id, min_bytes, max_wait_ms, lambda: delayed.ready.resolve(None),
             client_rack,
         )
         delayed.give_up = op.force_complete
         return delayed
 
-    def _fetch_response(self, request: Request, results: dict) -> Any:
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+    def _topic_name_by_id(self, topic_id: Any) -> str | None:
+        """A hosted partition's topic first (the ReplicaManager has its id from the metadata, or
+        from whoever applied the partition), else the metadata's."""
+        for name, hosted in self.replica_manager.topic_ids.items():
+            if hosted == topic_id:
+                return name
+        if self.cluster is not None:
+            topic = self.cluster.image.topics_by_id.get(topic_id)
+            return None if topic is None else topic.name
+        info = self.topics.by_id.get(topic_id)
+        return None if info is None else info.name
+
+    def _fetch_response(self, request: Request, results: dict, ids: dict[str, Any] | None = None,
+                        unknown: list[tuple[Any, int]] = ()) -> Any:  # fmt: skip
+        """`ids` (Fetch v13+): each topic's id, which the response names it by; `unknown`:
+        the (topic id, partition) pairs whose id names no topic."""
+        by_topic: dict[Any, list[dict[str, Any]]] = {}
         for (topic, partition), r in results.items():
             part = {
                 "partition_index": partition,
@@ -612,7 +641,13 @@ class KafkaApis:
                 }
             if r.error_code in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH):
                 part["current_leader"] = {"leader_id": r.leader_id, "leader_epoch": r.leader_epoch}
-            by_topic.setdefault(topic, []).append(part)
+            by_topic.setdefault(topic if ids is None else ids[topic], []).append(part)
+        for topic_id, partition in unknown:
+            by_topic.setdefault(topic_id, []).append({
+                "partition_index": partition, "error_code": Errors.UNKNOWN_TOPIC_ID,
+                "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
+                "aborted_transactions": [], "preferred_read_replica": -1, "records": b""})
+        key = "topic" if ids is None else "topic_id"
         return self._respond(
             request,
             {
@@ -620,7 +655,7 @@ class KafkaApis:
                 "error_code": Errors.NONE,
                 # Session id 0: no incremental fetch sessions; every request is a full fetch.
                 "session_id": 0,
-                "responses": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+                "responses": [{key: t, "partitions": ps} for t, ps in by_topic.items()],
             },
         )
 

@@ -3,7 +3,7 @@
 One ReplicaFetcherThread (an asyncio task) per leader broker. What to send and how to apply the
 answers is replication/fetcher_session.py (sans I/O): a round is ListOffsets for partitions out
 of range, OffsetForLeaderEpoch v4 for partitions "truncating" (kip-101 / kip-279), then one
-Fetch v12 for every partition "fetching"; this module only sends them. The leader address is
+Fetch v15 for every partition "fetching"; this module only sends them. The leader address is
 `--peer-address ID=HOST:PORT` when given (e.g. a Toxiproxy proxy), else the leader's registered
 listener. When a round made no progress (nothing fetchable because every partition is FENCED,
 a connection error, a partition error) the thread waits as FetchPacer decides
@@ -60,7 +60,9 @@ class ReplicaFetcherThread:
             f"replica-fetcher-{self.node_id}-from-{leader_id}",
             request_timeout_ms + max_wait_ms,
         )
-        self.session = FetcherSession(self.node_id, leader_id, max_wait_ms, max_bytes)
+        self.session = FetcherSession(self.node_id, leader_id, max_wait_ms, max_bytes,
+                                      topic_ids=replica_manager.topic_ids,
+                                      broker_epoch=lambda: replica_manager.broker_epoch())
         self.pacer = FetchPacer(backoff_ms)
         self.rounds = 0  # rounds run, for /state-style introspection and tests
         self._clock = replica_manager.clock

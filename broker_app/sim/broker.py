@@ -151,6 +151,7 @@ class SimBroker:
             retry_backoff_ms=LIFECYCLE_RETRY_BACKOFF_MS,
             previous_broker_epoch=store.previous_broker_epoch, rack=cfg.broker_rack,
         )  # fmt: skip
+        rm.broker_epoch = lambda: self.lifecycle.broker_epoch
         # Cluster mode never reads the single-node TopicStore, and sim producers do not send
         # InitProducerId (they get producer ids from the simulator): both stay None.
         groups = GroupApis(cfg, rm, BrokerClock.of_ms(self.loop.clock, self.loop.clock))
@@ -414,8 +415,10 @@ class SimFetcher:
         self.broker = broker
         self.leader_id = leader_id
         self.leader = broker_name(leader_id)
+        rm = broker.replica_manager
         self.session = FetcherSession(broker.node_id, leader_id, cfg.replica_fetch_wait_max_ms,
-                                      1 << 20)  # fmt: skip
+                                      1 << 20, topic_ids=rm.topic_ids,
+                                      broker_epoch=lambda: rm.broker_epoch())  # fmt: skip
         self.pacer = FetchPacer(cfg.replica_fetch_backoff_ms)
         self.timeout_ms = cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms
         self.running = False

@@ -58,6 +58,7 @@ def request_data(api_key: int, batch: bytes) -> dict[str, Any]:
         },
         ApiKey.FETCH: {
             "replica_id": -1,
+            "replica_state": {"replica_id": -1, "replica_epoch": -1},  # v15+
             "max_wait": 0,
             "min_bytes": 1,
             "max_bytes": 1 << 20,
@@ -219,7 +220,10 @@ def test_every_advertised_version_round_trips(apis, api_key: int, version: int) 
     if api_key != ApiKey.CREATE_TOPICS:
         apis.topics.create("t", 1, 1, {})
         apis._host_topic(apis.topics.get("t"))
-    body = build(request_class(api_key, version), request_data(api_key, batch))
+    data = request_data(api_key, batch)
+    if api_key == ApiKey.FETCH:  # v13+ names the topic by id
+        data["topics"][0]["topic_id"] = apis.topics.get("t").topic_id
+    body = build(request_class(api_key, version), data)
     resp = roundtrip(apis, body)
     if api_key == ApiKey.PRODUCE:
         part = resp.responses[0].partition_responses[0]

@@ -8,7 +8,7 @@ controller bumping the leader epoch and telling every live broker.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from broker_app.replication.behaviour import ReplicationBehaviour
@@ -43,6 +43,7 @@ class Broker:
     partition: Partition
     fetcher: ReplicaFetcherState | None = None
     alive: bool = True
+    epoch: int = -1  # its broker epoch, sent in its fetches (Fetch v15, KIP-903)
 
 
 @dataclass
@@ -195,7 +196,7 @@ class Cluster:
         while f.state == TRUNCATING:
             self.truncation_round(bid)
         assert f.state == FETCHING, f.state
-        req = f.build_fetch()
+        req = replace(f.build_fetch(), replica_epoch=self.brokers[bid].epoch)
         result, _update = self.leader.fetch_records_for_follower(req, self.now_ms)
         self.last_update = _update
         return f.on_fetch_response(result)

@@ -9,6 +9,7 @@ leader-epoch update re-adds the partition.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from broker_app.storage.log_manager import LogManager
 from broker_app.storage.records import build_batch
 
 A, B = 1, 2
+TOPIC_ID = uuid.UUID(int=7)
 BACKOFF = 200
 
 
@@ -117,12 +119,14 @@ async def test_real_fetcher_thread_yields_while_fenced_and_resumes_on_new_epoch(
     )
     leader_rm = leader_apis.replica_manager
     leader_rm.apply_partition("t", 0, A, 5, (A, B), (A, B), 0, 1)
+    leader_rm.topic_ids["t"] = TOPIC_ID  # as the metadata gives it: Fetch v13+ names topics by id
     server = SocketServer(leader_apis, "127.0.0.1", 0, 1 << 20)
     await server.start()
     leader_rm.append_records(1, {("t", 0): build_batch([(None, b"m1")], timestamp=0)})
 
     follower_logs = LogManager.open(tmp_path / "follower", LogConfig())
     follower_rm = ReplicaManager(B, follower_logs, clock=monotonic_ms)
+    follower_rm.topic_ids["t"] = TOPIC_ID
     # A backoff far longer than this test: after the fenced round only a wake() can resume it.
     fetchers = ReplicaFetcherManager(
         follower_rm, lambda _node: ("127.0.0.1", server.port), max_wait_ms=20,

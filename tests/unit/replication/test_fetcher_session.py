@@ -8,6 +8,7 @@ no log end offset) and truncates as Kafka's fetcher does.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from broker_app.storage.memory_store import BrokerDisk, MemoryLogStore
 from broker_app.storage.records import build_batch
 
 A, B = 1, 2
+TOPIC_IDS = {"t": uuid.UUID(int=7)}  # as the metadata gives them (Fetch v13+ names topics by id)
 
 
 def _send(apis: KafkaApis, body: Any) -> Any:
@@ -56,6 +58,7 @@ def _round(session: FetcherSession, leader: KafkaApis) -> list[tuple[int, int]]:
 
 def _leader(tmp_path: Path) -> KafkaApis:
     apis, _logs = build_broker(BrokerConfig(node_id=A, data_dir=tmp_path / "leader", port=0))
+    apis.replica_manager.topic_ids.update(TOPIC_IDS)
     return apis
 
 
@@ -79,7 +82,7 @@ def test_session_replicates_through_the_real_handlers(tmp_path: Path) -> None:
     lrm.append_records(1, {("t", 0): _batch("m1")})
     follower = _follower()
     follower.apply_partition("t", 0, A, 3, (A, B), (A, B), 0, 1)
-    session = FetcherSession(B, A, max_wait_ms=0, max_bytes=1 << 20)
+    session = FetcherSession(B, A, max_wait_ms=0, max_bytes=1 << 20, topic_ids=TOPIC_IDS)
     st = session.add(follower.get_partition("t", 0))
     assert _round(session, leader) == [(1, 0)]  # one Fetch, no error
     assert _values(follower) == [0] and st.state == FETCHING
@@ -99,7 +102,7 @@ def test_follower_behind_the_leader_log_start_asks_list_offsets(tmp_path: Path) 
     lrm.append_records(1, {("t", 0): _batch("m4")})
     follower = _follower()
     follower.apply_partition("t", 0, A, 0, (A,), (A, B), 0, 1)
-    session = FetcherSession(B, A, max_wait_ms=0, max_bytes=1 << 20)
+    session = FetcherSession(B, A, max_wait_ms=0, max_bytes=1 << 20, topic_ids=TOPIC_IDS)
     st = session.add(follower.get_partition("t", 0))
     assert _round(session, leader) == [(1, 1)]  # OFFSET_OUT_OF_RANGE
     assert st.state == OUT_OF_RANGE
@@ -123,7 +126,7 @@ def test_follower_longer_than_an_unclean_leader_truncates_to_its_log_end(tmp_pat
         follower.append_records(1, {("t", 0): _batch(v)})
     assert follower.get_partition("t", 0).high_watermark == 3
     follower.apply_partition("t", 0, A, 1, (A,), (A, B), 1, 1)
-    session = FetcherSession(B, A, max_wait_ms=0, max_bytes=1 << 20)
+    session = FetcherSession(B, A, max_wait_ms=0, max_bytes=1 << 20, topic_ids=TOPIC_IDS)
     st = session.add(follower.get_partition("t", 0))
     assert _round(session, leader) == [(1, 1)] and st.state == OUT_OF_RANGE
     assert _values(follower) == [0, 1, 2]  # nothing cut on the Fetch answer alone
@@ -145,9 +148,39 @@ def test_response_limit_is_not_the_partition_limit(tmp_path: Path) -> None:
     for response_max, moved in ((None, [1, 1]), (1 << 20, [1, 0])):
         follower = _follower()
         kwargs = {} if response_max is None else {"response_max_bytes": response_max}
-        session = FetcherSession(B, A, max_wait_ms=0, max_bytes=1 << 20, **kwargs)
+        session = FetcherSession(B, A, max_wait_ms=0, max_bytes=1 << 20, topic_ids=TOPIC_IDS,
+                                 **kwargs)
         for p in (0, 1):
             follower.apply_partition("t", p, A, 3, (A, B), (A, B), 0, 1)
             session.add(follower.get_partition("t", p))
         assert _round(session, leader) == [(1, 0)]
         assert [follower.get_partition("t", p).log.log_end_offset for p in (0, 1)] == moved
+
+
+def test_fetch_v15_names_topics_by_id_and_carries_the_broker_epoch(tmp_path: Path) -> None:
+    """The session sends Fetch v15 (KIP-516 topic ids, KIP-903 ReplicaState): the leader keeps
+    the epoch the fetch carried for the follower, and answers an id it does not know with
+    UNKNOWN_TOPIC_ID (the follower retries; nothing is applied)."""
+    leader = _leader(tmp_path)
+    lrm = leader.replica_manager
+    lrm.apply_partition("t", 0, A, 3, (A, B), (A, B), 0, 1)
+    follower = _follower()
+    follower.apply_partition("t", 0, A, 3, (A, B), (A, B), 0, 1)
+    session = FetcherSession(B, A, max_wait_ms=0, max_bytes=1 << 20, topic_ids=TOPIC_IDS,
+                             broker_epoch=lambda: 42)  # fmt: skip
+    session.add(follower.get_partition("t", 0))
+    pending = session.build_fetch()
+    assert pending is not None and pending.body.replica_state.replica_epoch == 42
+    assert [t.topic_id for t in pending.body.topics] == [TOPIC_IDS["t"]]
+    assert _round(session, leader) == [(1, 0)]
+    assert lrm.get_partition("t", 0).remote_replicas[B].broker_epoch == 42
+
+    stranger = FetcherSession(B, A, max_wait_ms=0, max_bytes=1 << 20,
+                              topic_ids={"t": uuid.UUID(int=99)})  # fmt: skip
+    st = stranger.add(follower.get_partition("t", 0))
+    pending = stranger.build_fetch()
+    assert pending is not None
+    [t] = _send(leader, pending.body).responses
+    assert t.topic_id == uuid.UUID(int=99)
+    assert t.partitions[0].error_code.value == 100  # UNKNOWN_TOPIC_ID
+    assert stranger.apply(pending, _send(leader, pending.body)) == 1 and st.state == FETCHING
