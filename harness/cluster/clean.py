@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.cluster.lifecycle import clean
 
     try:
-        client = _docker()
+        client = _docker().client
     except ClusterError as exc:
         print(f"highwater clean: error: {exc}", file=sys.stderr)
         return 1

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
                 _print(info)
                 print(f"stop it with: highwater cluster down --run-id {cluster.run_id}")
             return 0
-        client = _docker()
+        client = _docker().client
         runs = _runs(client)
         if args.cluster_action == "status":
             wanted = [args.run_id] if args.run_id else sorted(runs)

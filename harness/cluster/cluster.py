@@ -17,23 +17,30 @@ Contract:
   quorum, each with `--node-id 3000+c --controller-quorum-voters` naming the others at its own
   proxies (topology.voters). Brokers reach peers and controllers only through their own
   proxies: `--controller-quorum-bootstrap-servers` (their proxy to each controller) and
-  `--peer <id>=toxiproxy:<20000+100*self+id>` when the broker image supports those flags
-  (probed with `broker --help`); until then they run alone.
+  `--peer <id>=toxiproxy:<20000+100*self+id>` (the images are built from this tree, so the
+  broker always has these flags).
 - Process faults act on containers by node name: kill (SIGKILL), stop (SIGTERM, then SIGKILL after
   a timeout), start, restart, pause/resume (cgroup freezer). start/restart wait until the
   process says it listens again (bounded).
 - Cluster.attach(run_id) rebuilds a handle on a running cluster from docker's labels (for
   `highwater cluster status/down` from another process).
+- On testcontainers-python: Network, DockerContainer (create, start, files in), published
+  ports, and wait strategies (Toxiproxy's HTTP API; "listening" in a node's log). Ryuk, its
+  reaper, is a registry image none can pull here: off, and the highwater.run labels with
+  lifecycle.clean are the cleanup guarantee. Toxiproxy links, the disk layer, faults,
+  collection and attach (status and down only) are this module's own.
 Errors: ClusterError, with the node and what failed (and the container's last log lines).
 """
 
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +73,6 @@ READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 10
 LOG_TAIL = 30
 LISTENING = "listening"
-DISKFS_MOUNT_WAIT_S = 20.0
 
 
 class ClusterError(RuntimeError):
@@ -86,15 +92,32 @@ def new_run_id(prefix: str = "hw") -> str:
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
+DOCKER_TIMEOUT_S = 120
+
+
 def _docker() -> Any:
-    import docker
+    """testcontainers' DockerClient (`.client` is the docker SDK's), the daemon checked."""
+    from testcontainers.core.docker_client import DockerClient
 
     try:
-        client = docker.from_env(timeout=120)
-        client.ping()
+        tc = DockerClient(timeout=DOCKER_TIMEOUT_S)
+        tc.client.ping()
     except Exception as exc:  # docker raises several unrelated types for "no daemon"
         raise ClusterError(f"cannot reach the Docker daemon ({exc}); is dockerd running?") from exc
-    return client
+    return tc
+
+
+@contextmanager
+def _without_ryuk() -> Iterator[None]:
+    """Ryuk off while we start containers; a user's own setting (their containers) restored."""
+    from testcontainers.core.config import testcontainers_config as tc_config
+
+    before, tc_config.ryuk_disabled = tc_config.ryuk_disabled, True
+    try:
+        yield
+    finally:
+        tc_config.ryuk_disabled = before
+
 
 
 class Cluster:
@@ -124,12 +147,13 @@ class Cluster:
         self.disk_faults = disk_faults
         self.owner = lifecycle.DETACHED if detached else lifecycle.owner_label()
         self.ready_timeout_s = ready_timeout_s
-        self._client: Any = None
+        self._tc: Any = None  # testcontainers' DockerClient; .client is the docker SDK's
+        self._network: Any = None
         self._guard: lifecycle.CleanupGuard | None = None
-        self._containers: dict[str, Any] = {}
+        self._containers: dict[str, Any] = {}  # node -> docker SDK container
+        self._started: dict[str, Any] = {}  # node -> the DockerContainer that started it
         self._api_port: int | None = None
         self._client_ports: dict[str, int] = {}
-        self.broker_flags: set[str] = set()
         self.net: Net | None = None
         self._closed = False
 
@@ -174,13 +198,11 @@ class Cluster:
         toxiproxy_api are meaningful)."""
         return self._api_port is not None and bool(self._client_ports)
 
-    @staticmethod
-    def _published(container: Any, port: int) -> str | None:
-        container.reload()
-        bindings = (container.attrs["NetworkSettings"].get("Ports") or {}).get(f"{port}/tcp")
-        if not bindings:
+    def _published(self, container: Any, port: int) -> str | None:
+        try:
+            return f"127.0.0.1:{self._tc.port(container.id, port)}"
+        except ConnectionError:  # not published, or the container is not running
             return None
-        return f"127.0.0.1:{bindings[0]['HostPort']}"
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -196,22 +218,21 @@ class Cluster:
         self._guard = lifecycle.CleanupGuard(self._cleanup)
         self._guard.__enter__()
         try:
-            self._client = _docker()
+            self._tc = _docker()
             images = self._images or _ensure_images()
             self._images = images
-            self._client.networks.create(
-                self.network_name, driver="bridge", check_duplicate=True,
-                labels={LABEL_RUN: self.run_id, LABEL_OWNER: self.owner,
-                        LABEL_CREATED: str(int(time.time()))},
-            )
-            self.broker_flags = self._probe_broker_flags(images["broker"])
+            from testcontainers.core.network import Network
+
+            labels = {LABEL_RUN: self.run_id, LABEL_OWNER: self.owner,
+                      LABEL_CREATED: str(int(time.time()))}  # fmt: skip
+            self._network = Network({"timeout": DOCKER_TIMEOUT_S}, {"labels": labels})
+            self._network.name = self.network_name  # named after the run, not a random uuid
+            self._network.create()
             self._start_toxiproxy(images["toxiproxy"])
             for c in self.topology.controller_ids:
                 self._create_controller(images["broker"], c)
             for i in self.topology.broker_ids:
                 self._create_broker(images["broker"], i)
-            for name in self.node_names():
-                self.start(name, wait=False)
             for name in self.node_names():
                 self._wait_listening(name, 0)
         except BaseException:
@@ -231,7 +252,7 @@ class Cluster:
         if self._closed:
             return
         self._closed = True
-        client = self._client or _docker()
+        client = (self._tc or _docker()).client
         try:
             if self.store_dir is not None and self._containers:
                 try:
@@ -261,8 +282,8 @@ class Cluster:
     @classmethod
     def attach(cls, run_id: str) -> Cluster:
         """A handle on a running cluster, rebuilt from its containers' labels."""
-        client = _docker()
-        found = client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+        tc = _docker()
+        found = tc.client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
         if not found:
             raise ClusterError(f"no containers labelled {LABEL_RUN}={run_id}")
         by_node = {c.labels.get(LABEL_NODE, ""): c for c in found}
@@ -270,7 +291,7 @@ class Cluster:
         controllers = sum(1 for c in found if c.labels.get(LABEL_ROLE) == CONTROLLER)
         self = cls(run_id, brokers=max(brokers, 1), controllers=controllers, images={})
         self.owner = found[0].labels.get(LABEL_OWNER, "")
-        self._client = client
+        self._tc = tc
         self._containers = by_node
         if TOXIPROXY in by_node:
             self._read_toxiproxy_ports(by_node[TOXIPROXY])
@@ -290,49 +311,51 @@ class Cluster:
     # --- creating containers --------------------------------------------------------------------
 
     def _create(self, image: str, node: str, role: str, command: list[str],
-                ports: Mapping[str, Any], **extra: Any) -> Any:
+                ports: Iterable[int], copy_into: Sequence[tuple[Any, str]] = (),
+                wait: Any = None, **extra: Any) -> Any:
+        """Create and start the node's container (testcontainers' DockerContainer), on the
+        run's network under the node's name, each of `ports` published on 127.0.0.1 (a random
+        host port); `copy_into` files land before the process starts; `wait`, a testcontainers
+        WaitStrategy, says when it is ready."""
         import docker.errors
+        from testcontainers.core.container import DockerContainer
 
-        ports = {**dict(ports), **self.extra_ports(role)}
+        dc = DockerContainer(image, docker_client_kw={"timeout": DOCKER_TIMEOUT_S},
+                             command=command, name=self.container_name(node),
+                             env=extra.pop("environment", {}), network=self._network,
+                             network_aliases=[node])  # fmt: skip
+        dc.with_kwargs(hostname=node, labels=self._labels(role, node), detach=True, **extra)
+        for port in [*ports, *self.extra_ports(role)]:
+            # Loopback only: nothing of a test cluster is reachable from other machines.
+            dc.ports[f"{port}/tcp"] = ("127.0.0.1", None)
+        for source, destination in copy_into:
+            dc.with_copy_into_container(source, destination)
+        if wait is not None:
+            dc.waiting_for(wait.with_startup_timeout(self.ready_timeout_s))
         try:
-            container = self._client.containers.create(
-                image, command, name=self.container_name(node), hostname=node,
-                labels=self._labels(role, node), network=self.network_name,
-                networking_config={self.network_name: self._client.api.create_endpoint_config(
-                    aliases=[node])},
-                ports=dict(ports), detach=True, **extra,
-            )
-        except docker.errors.APIError as exc:
-            raise ClusterError(f"{node}: cannot create container from {image}: {exc}") from exc
-        self._containers[node] = container
-        return container
-
-    def _probe_broker_flags(self, image: str) -> set[str]:
-        """Which of the cluster wiring flags this broker image understands."""
-        name = self.container_name("probe")
-        try:
-            out = self._client.containers.run(
-                image, ["broker", "--help"], name=name, remove=True,
-                labels=self._labels("probe", "probe"), network=self.network_name,
-            ).decode(errors="replace")
-        except Exception as exc:
-            raise ClusterError(
-                f"broker image {image}: `highwater broker --help` failed: {exc}") from exc
-        return {flag for flag in ("--controller", "--peer", "--advertised-host",
-                                  "--advertised-port", "--offsets-topic-num-partitions",
-                                  "--controller-quorum-bootstrap-servers", "--broker-rack")
-                if flag in out}
+            with _without_ryuk():
+                dc.start()
+        except (docker.errors.APIError, TimeoutError, RuntimeError) as exc:
+            raise ClusterError(f"{node}: cannot create or start a container from {image}: "
+                               f"{exc}") from exc  # fmt: skip
+        self._started[node] = dc
+        self._containers[node] = dc.get_wrapped_container()
+        return self._containers[node]
 
     def _start_toxiproxy(self, image: str) -> None:
-        ports = {f"{TOXIPROXY_API_PORT}/tcp": ("127.0.0.1", None)}
-        for link in self.topology.client_links():
-            ports[f"{link.listen_port}/tcp"] = ("127.0.0.1", None)
-        container = self._create(image, TOXIPROXY, TOXIPROXY, [], ports)
-        self._start_container(TOXIPROXY, container)
-        self._wait_listening(TOXIPROXY, 0)
+        from testcontainers.core.wait_strategies import LogMessageWaitStrategy
+
+        # Not testcontainers' HttpWaitStrategy: it dials the docker gateway's address, and
+        # every port here is published on 127.0.0.1 only.
+        ports = [TOXIPROXY_API_PORT, *(link.listen_port for link in self.topology.client_links())]
+        container = self._create(image, TOXIPROXY, TOXIPROXY, [], ports,
+                                 wait=LogMessageWaitStrategy(LISTENING).with_poll_interval(0.1))
         self._read_toxiproxy_ports(container)
         assert self.net is not None
-        self._retry(self.net.version, f"Toxiproxy API at {self.toxiproxy_api}")
+        try:
+            self.net.version()
+        except Exception as exc:  # the log said it listens: a failure here is not a wait
+            raise ClusterError(f"Toxiproxy API at {self.toxiproxy_api}: {exc}") from exc
         self.net.create_proxies()
 
     def _read_toxiproxy_ports(self, container: Any) -> None:
@@ -354,14 +377,14 @@ class Cluster:
                 "--advertised-host", controller_name(c), "--data-dir", DATA_DIR,
                 "--controller-quorum-voters", self.topology.voters(c), *self.controller_args]
 
-    def extra_ports(self, role: str) -> dict[str, Any]:
+    def extra_ports(self, role: str) -> list[int]:
         """Container ports a subclass publishes besides the role's own (none here): the hook
         that lets ObservedCluster publish its admin port without overriding container creation."""
-        return {}
+        return []
 
     def _create_controller(self, image: str, c: int) -> None:
         self._create(image, controller_name(c), CONTROLLER, self.controller_command(c),
-                     {f"{CONTROLLER_PORT}/tcp": ("127.0.0.1", None)})
+                     [CONTROLLER_PORT])
 
     def broker_command(self, i: int) -> list[str]:
         name = broker_name(i)
@@ -369,53 +392,33 @@ class Cluster:
                    "--data-dir", DATA_DIR, "--advertised-host", "127.0.0.1",
                    "--advertised-port", str(self._client_ports[name])]
         if self.topology.controllers:
-            if "--controller-quorum-bootstrap-servers" in self.broker_flags:
-                command += ["--controller-quorum-bootstrap-servers",
-                            self.topology.controller_bootstrap(i)]
-            elif "--controller" in self.broker_flags:
-                command += ["--controller", self.topology.controller_address(i, 1)]
-        if "--peer" in self.broker_flags:
-            for j in self.topology.broker_ids:
-                if j != i:
-                    command += ["--peer", f"{j}={self.topology.peer_address(i, j)}"]
-        if "--offsets-topic-num-partitions" in self.broker_flags:
-            # The harness's consumers carry a group.id, so librdkafka asks for a coordinator and
-            # __consumer_offsets gets created; one partition instead of Kafka's 50 keeps that
-            # from dominating a 3-broker cluster's replication work (a plan may override it).
-            command += ["--offsets-topic-num-partitions", "1"]
-        if "--broker-rack" in self.broker_flags:
-            # KIP-392: each broker its own rack, so a consumer's client.rack names one broker
-            # (only a rack-aware replica selector, a plan switch, acts on it).
-            command += ["--broker-rack", f"rack-{i}"]
+            command += ["--controller-quorum-bootstrap-servers",
+                        self.topology.controller_bootstrap(i)]
+        for j in self.topology.broker_ids:
+            if j != i:
+                command += ["--peer", f"{j}={self.topology.peer_address(i, j)}"]
+        # The harness's consumers carry a group.id, so librdkafka asks for a coordinator and
+        # __consumer_offsets gets created; one partition instead of Kafka's 50 keeps that from
+        # dominating a 3-broker cluster's replication work (a plan may override it).
+        command += ["--offsets-topic-num-partitions", "1"]
+        # KIP-392: each broker its own rack, so a consumer's client.rack names one broker (only
+        # a rack-aware replica selector, a plan switch, acts on it).
+        command += ["--broker-rack", f"rack-{i}"]
         return [*command, *self.broker_args]
 
     def _create_broker(self, image: str, i: int) -> None:
         extra: dict[str, Any] = {}
+        copy_into: list[tuple[Any, str]] = []
         command = self.broker_command(i)
         if self.disk_faults:
             from harness.cluster import diskfs
 
             command, extra = diskfs.wrap_broker(command)
-        container = self._create(image, broker_name(i), "broker", command,
-                                 {f"{BROKER_PORT}/tcp": ("127.0.0.1", None)}, **extra)
-        if self.disk_faults:
-            from harness.cluster import diskfs
-
-            diskfs.inject_library(container)
+            copy_into = diskfs.library_files()
+        self._create(image, broker_name(i), "broker", command, [BROKER_PORT], copy_into,
+                     **extra)
 
     # --- waiting --------------------------------------------------------------------------------
-
-    def _retry(self, fn: Any, what: str, timeout_s: float | None = None) -> Any:
-        from tenacity import Retrying, stop_after_delay, wait_fixed
-
-        try:
-            for attempt in Retrying(stop=stop_after_delay(timeout_s or self.ready_timeout_s),
-                                    wait=wait_fixed(0.2), reraise=True):
-                with attempt:
-                    return fn()
-        except Exception as exc:
-            raise ClusterError(f"{what} not reachable: {exc}") from exc
-        return None
 
     def direct_connections(self) -> dict[str, dict[str, Any]]:
         """node -> {"proxied": n, "direct": [peer, ...]}: the connections it accepted on its
@@ -450,43 +453,41 @@ class Cluster:
             errors="replace")
 
     def _listening_count(self, node: str) -> int:
-        return self.logs(node).count(LISTENING)
+        """How often the node said it listens, in whichever log stream it says so."""
+        return max(stream.count(LISTENING.encode()) for stream in self._target(node).get_logs())
+
+    def _target(self, node: str) -> Any:
+        if node not in self._started:
+            raise ClusterError(f"{node}: this handle did not start run {self.run_id} (attached "
+                               "handles are for status and down)")
+        return self._started[node]
 
     def _wait_listening(self, node: str, seen_before: int) -> None:
-        """Wait until the node's log says it listens more often than seen_before times."""
-        container = self.container(node)
-        deadline = time.monotonic() + self.ready_timeout_s
-        while True:
-            if self._listening_count(node) > seen_before:
-                return
-            container.reload()
-            if container.status in ("exited", "dead"):
-                raise ClusterError(
-                    f"{node} exited (code {container.attrs['State'].get('ExitCode')}) before "
-                    f"listening; last log lines:\n{self.logs(node, tail=LOG_TAIL)}"
-                )
-            if time.monotonic() > deadline:
-                raise ClusterError(
-                    f"{node} did not say it listens within {self.ready_timeout_s:.0f}s; "
-                    f"last log lines:\n{self.logs(node, tail=LOG_TAIL)}"
-                )
-            time.sleep(0.1)
+        """Wait until the node's log says it listens more often than seen_before times (a
+        restarted container keeps its earlier log)."""
+        from testcontainers.core.wait_strategies import LogMessageWaitStrategy
+
+        pattern = re.compile(f"(?:{LISTENING}.*?){{{seen_before + 1}}}", re.DOTALL)
+        strategy = (LogMessageWaitStrategy(pattern).with_startup_timeout(self.ready_timeout_s)
+                    .with_poll_interval(0.1))  # fmt: skip
+        try:
+            strategy.wait_until_ready(self._target(node))
+        except (TimeoutError, RuntimeError) as exc:  # not in time, or it exited first
+            raise ClusterError(f"{node} did not say it listens ({exc}); last log lines:\n"
+                               f"{self.logs(node, tail=LOG_TAIL)}") from exc  # fmt: skip
 
     # --- process faults -------------------------------------------------------------------------
 
-    def _start_container(self, node: str, container: Any) -> None:
+    def start(self, node: str, wait: bool = True) -> None:
+        """Start a stopped or killed node; with wait, until it says it listens again."""
         import docker.errors
 
+        container = self.container(node)
+        before = self._listening_count(node)
         try:
             container.start()
         except docker.errors.APIError as exc:
             raise ClusterError(f"{node}: cannot start container: {exc}") from exc
-
-    def start(self, node: str, wait: bool = True) -> None:
-        """Start a stopped or killed node; with wait, until it says it listens again."""
-        container = self.container(node)
-        before = self._listening_count(node)
-        self._start_container(node, container)
         if wait:
             self._wait_listening(node, before)
 

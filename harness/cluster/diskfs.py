@@ -26,14 +26,12 @@ talks to it with `docker exec ... python -m harness.cluster.diskfs ctl ...` (con
 from __future__ import annotations
 
 import errno
-import io
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import tarfile
 import threading
 import time
 from pathlib import Path
@@ -60,18 +58,12 @@ def wrap_broker(command: list[str]) -> tuple[list[str], dict[str, Any]]:
              "environment": {"PYTHONPATH": LIB_DIR}})
 
 
-def inject_library(container: Any) -> None:
-    """Copy the host's mfusepy (one pure-Python file) into a created container, so the layer
-    works with a broker image that does not ship it."""
+def library_files() -> list[tuple[Path, str]]:
+    """What to copy into a broker container before it starts: the host's mfusepy (one
+    pure-Python file), so the layer works with a broker image that does not ship it."""
     import mfusepy
 
-    data = Path(mfusepy.__file__).read_bytes()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo("highwater-diskfs/mfusepy.py")
-        info.size, info.mode = len(data), 0o644
-        tar.addfile(info, io.BytesIO(data))
-    container.put_archive("/opt", buf.getvalue())
+    return [(Path(mfusepy.__file__), f"{LIB_DIR}/mfusepy.py")]
 
 
 def control(container: Any, *args: str) -> str:

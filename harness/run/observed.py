@@ -42,10 +42,8 @@ class ObservedCluster(Cluster):
     def controller_command(self, c: int) -> list[str]:
         return [*super().controller_command(c), "--admin-port", str(ADMIN_PORT)]
 
-    def extra_ports(self, role: str) -> dict[str, Any]:
-        if role in ("broker", CONTROLLER):
-            return {f"{ADMIN_PORT}/tcp": ("127.0.0.1", None)}
-        return {}
+    def extra_ports(self, role: str) -> list[int]:
+        return [ADMIN_PORT] if role in ("broker", CONTROLLER) else []
 
     def admin_endpoints(self, refresh: bool = False) -> dict[str, str]:
         """node -> 127.0.0.1:<published admin port>, for the nodes whose container runs."""
