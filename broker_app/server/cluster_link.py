@@ -6,9 +6,9 @@
   offset, faster while fenced; STALE_BROKER_EPOCH / BROKER_ID_NOT_REGISTERED → register
   again); this module only sends them and sleeps until the next is due;
 - long-polls Fetch of `__cluster_metadata-0`, applies the records with MetadataLoader and turns
-  `delta.local_changes(node_id)` into ReplicaManager.apply_partition / stop_replica; when the
-  answer names a SnapshotId (our offset is below a quorum controller's log start, KIP-630) it
-  fetches that snapshot (FetchSnapshot) and loads it in place of the image;
+  `delta.local_changes(node_id)` into ReplicaManager.apply_partition / stop_replica; what to
+  send and what an answer changes (FetchSnapshot when it names a SnapshotId, KIP-630) is the
+  sans-I/O MetadataFetcher (metadata/metadata_fetcher.py), which the simulator drives too;
 - sends the ISR changes the leaders propose (AlterPartition v2, topic ids from the image) as
   ReplicaManager's AlterPartitionManager schedules them, retried with backoff when lost, and
   hands the answers back to ReplicaManager;
@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import logging
 import uuid
 from collections.abc import Callable
@@ -41,14 +40,11 @@ from broker_app.aio import cancel_and_wait
 from broker_app.config import BrokerConfig
 from broker_app.controller.broker_lifecycle import CONTROLLED_SHUTDOWN_MS, BrokerLifecycle
 from broker_app.environment import monotonic_ms
-from broker_app.metadata import METADATA_PARTITION, METADATA_TOPIC, MetadataLoader
-from broker_app.metadata.image import MetadataDelta, MetadataImage
-from broker_app.metadata.records import MetadataRecordError
+from broker_app.metadata import MetadataLoader
+from broker_app.metadata.image import MetadataImage
+from broker_app.metadata.metadata_fetcher import MetadataFetcher, MetadataFetchError
 from broker_app.protocol.entities import build
 from broker_app.protocol.error_codes import Errors
-from broker_app.raft.kio_codec import from_kio, to_kio
-from broker_app.raft.log import OffsetAndEpoch
-from broker_app.raft.messages import FetchSnapshotRequest, FetchSnapshotResponse
 from broker_app.replication.alter_partition_manager import (
     build_alter_partition,
     parse_alter_partition,
@@ -91,37 +87,6 @@ def answers_not_controller(entity: Any, depth: int = 0) -> bool:
     return False
 
 
-def build_metadata_fetch(fetch_offset: int, max_wait_ms: int = 500) -> Any:
-    """The broker's long-poll Fetch v12 of `__cluster_metadata-0` from `fetch_offset` (shared
-    with the simulator, so both fetch metadata the same way)."""
-    return build(
-        load_request_schema(1, 12),
-        {
-            "replica_id": -1,
-            "max_wait": max_wait_ms,
-            "min_bytes": 1,
-            "max_bytes": 8 << 20,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [
-                {
-                    "topic": METADATA_TOPIC,
-                    "partitions": [
-                        {
-                            "partition": METADATA_PARTITION,
-                            "fetch_offset": fetch_offset,
-                            "partition_max_bytes": 8 << 20,
-                        }
-                    ],
-                }
-            ],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        },
-    )
-
-
 class ClusterLink:
     def __init__(self, config: BrokerConfig, replica_manager: ReplicaManager) -> None:
         assert config.controller is not None
@@ -139,6 +104,8 @@ class ClusterLink:
         self._hb_client = KafkaClient(host, port, cid + "-heartbeat", timeout)
         self._rpc_client = KafkaClient(host, port, cid, timeout)
         self.loader = MetadataLoader()
+        self.metadata_fetcher = MetadataFetcher(config.node_id, config.cluster_id, self.loader,
+                                                config.replica_fetch_backoff_ms)  # fmt: skip
         host, port = config.advertised
         # Registration and heartbeats are decided here (sans I/O); a fresh incarnation id per
         # process, so a restart is a new broker epoch.
@@ -205,10 +172,6 @@ class ClusterLink:
         for c in (self._meta_client, self._hb_client, self._rpc_client):
             c.close()
 
-    def _backoff(self, attempt: int) -> float:
-        base = self.config.replica_fetch_backoff_ms / 1000
-        return min(base * (2 ** min(attempt, 5)), 2.0)
-
     async def _lifecycle_loop(self) -> None:
         """Registration and heartbeats: BrokerLifecycle decides, this loop only sends."""
         lc = self.lifecycle
@@ -258,55 +221,20 @@ class ClusterLink:
     # --- metadata ----------------------------------------------------------------------------
 
     async def _metadata_loop(self) -> None:
-        attempt = 0
+        """Send what the MetadataFetcher asks for; apply what it returns."""
+        fetcher = self.metadata_fetcher
         while True:
-            body = build_metadata_fetch(self.loader.next_offset)
             try:
-                resp = await self._meta_client.send(body)
-                part = resp.responses[0].partitions[0]
-                if part.error_code.value != Errors.NONE:
-                    raise ClientError(f"metadata fetch error {part.error_code}")
-                if part.snapshot_id.end_offset >= 0:
-                    await self._fetch_snapshot(OffsetAndEpoch(int(part.snapshot_id.end_offset),
-                                                              int(part.snapshot_id.epoch)))
-                elif part.records:
-                    self._apply(functools.partial(self.loader.apply_fetched,
-                                                  bytes(part.records)))
-                attempt = 0
-            except (ClientError, IndexError) as e:
+                delta = fetcher.on_response(await self._meta_client.send(fetcher.next_request()))
+            except (ClientError, MetadataFetchError) as e:
                 log.info("metadata fetch failed: %s", e)
-                await asyncio.sleep(self._backoff(attempt))
-                attempt += 1
-
-    async def _fetch_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        """KIP-630: our fetch offset is below the controller's log start; load its snapshot
-        (FetchSnapshot, whole, as the controllers send it) in place of our image."""
-        request = to_kio(FetchSnapshotRequest(self.config.node_id, -1, snapshot_id),
-                         self.config.cluster_id)
-        response = await self._meta_client.send(request)
-        try:
-            body = from_kio(response)
-        except ValueError as e:  # e.g. a chunked answer, which we do not assemble
-            raise ClientError(f"FetchSnapshot {snapshot_id}: {e}") from e
-        if not isinstance(body, FetchSnapshotResponse) or body.snapshot is None \
-                or body.snapshot.snapshot_id != snapshot_id:
-            error = getattr(body, "error", None)
-            raise ClientError(f"FetchSnapshot {snapshot_id} failed: {error}")
-        payload = body.snapshot.payload
-        log.info("loading the metadata snapshot at offset %d (%d bytes)", snapshot_id.offset,
-                 len(payload))
-        self._apply(lambda: self.loader.load_snapshot(payload, snapshot_id.offset))
-
-    def _apply(self, load: Callable[[], MetadataDelta]) -> None:
-        try:
-            delta = load()
-        except MetadataRecordError as e:
-            log.error("metadata not applied, keeping image at offset %d: %s",
-                      self.loader.image.offset, e)  # fmt: skip
-            return
-        self.replica_manager.apply_metadata_delta(delta, self.config.min_insync_replicas)
-        self._image_changed.set()
-        self._image_changed = asyncio.Event()
+                fetcher.on_failure()
+                await asyncio.sleep(fetcher.backoff_ms() / 1000)
+                continue
+            if delta is not None:
+                self.replica_manager.apply_metadata_delta(delta, self.config.min_insync_replicas)
+                self._image_changed.set()
+                self._image_changed = asyncio.Event()
 
     # --- AlterPartition ------------------------------------------------------------------------
 

@@ -32,9 +32,8 @@ from broker_app.config import BrokerConfig
 from broker_app.controller.broker_lifecycle import CONTROLLED_SHUTDOWN_MS, BrokerLifecycle
 from broker_app.metadata import MetadataLoader
 from broker_app.metadata.image import MetadataImage
-from broker_app.metadata.records import MetadataRecordError
+from broker_app.metadata.metadata_fetcher import MetadataFetcher, MetadataFetchError
 from broker_app.protocol.codec import Request
-from broker_app.protocol.error_codes import Errors
 from broker_app.replication.alter_partition_manager import (
     build_alter_partition,
     parse_alter_partition,
@@ -44,7 +43,7 @@ from broker_app.replication.fetcher_session import FetcherSession, PendingReques
 from broker_app.replication.messages import AlterPartitionRequest
 from broker_app.replication.partition import Partition
 from broker_app.replication.replica_manager import ReplicaManager
-from broker_app.server.cluster_link import answers_not_controller, build_metadata_fetch
+from broker_app.server.cluster_link import answers_not_controller
 from broker_app.server.group_apis import GroupApis
 from broker_app.server.kafka_apis import (
     NO_RESPONSE,
@@ -106,7 +105,7 @@ class SimBroker:
         self.fetchers: dict[int, SimFetcher] = {}
         self._fetcher_of: dict[tuple[str, int], int] = {}
         self._alter_timer: Timer | None = None
-        self._metadata_attempt = 0
+        self.metadata_fetcher: MetadataFetcher | None = None
         self._lifecycle_timer: Timer | None = None
         self._stopping = False  # SIGTERMed: in the controlled shutdown
         self._backlog: list[tuple[str, Any, Callable[[Any], None]]] = []
@@ -164,7 +163,8 @@ class SimBroker:
         self.fetchers = {}
         self._fetcher_of = {}
         self._alter_timer = None
-        self._metadata_attempt = 0
+        self.metadata_fetcher = MetadataFetcher(cfg.node_id, cfg.cluster_id, self.loader,
+                                                cfg.replica_fetch_backoff_ms)  # fmt: skip
         self._lifecycle_timer = None
         self._stopping = False
         self._backlog = []
@@ -276,35 +276,27 @@ class SimBroker:
     # --- metadata (MetadataLoader + ReplicaManager.apply_metadata_delta) ---------------------
 
     def _metadata_fetch(self) -> None:
-        body = build_metadata_fetch(self.loader.next_offset)
-        self.net.rpc(self.name, self.controller, body, self._on_metadata,
+        fetcher = self.metadata_fetcher
+        assert fetcher is not None
+        self.net.rpc(self.name, self.controller, fetcher.next_request(), self._on_metadata,
                      self._metadata_failed, self.config.request_timeout_ms)  # fmt: skip
 
     def _metadata_failed(self, reason: str) -> None:
-        base = self.config.replica_fetch_backoff_ms
-        delay = min(base * 2 ** min(self._metadata_attempt, 5), 2000)
-        self._metadata_attempt += 1
+        assert self.metadata_fetcher is not None
+        log.info("%s: metadata fetch failed: %s", self.name, reason)
+        self.metadata_fetcher.on_failure()
         self._next_controller()
-        self.process.call_later(delay, self._metadata_fetch)
+        self.process.call_later(self.metadata_fetcher.backoff_ms(), self._metadata_fetch)
 
     def _on_metadata(self, resp: Any) -> None:
+        assert self.metadata_fetcher is not None and self.replica_manager is not None
         try:
-            part = resp.responses[0].partitions[0]
-        except IndexError:
-            self._metadata_failed("empty metadata response")
+            delta = self.metadata_fetcher.on_response(resp)
+        except MetadataFetchError as e:
+            self._metadata_failed(str(e))
             return
-        if part.error_code.value != Errors.NONE:
-            self._metadata_failed(f"metadata fetch error {part.error_code}")
-            return
-        if part.records:
-            try:
-                delta = self.loader.apply_fetched(bytes(part.records))
-            except MetadataRecordError as e:
-                log.error("%s: metadata not applied: %s", self.name, e)
-            else:
-                assert self.replica_manager is not None
-                self.replica_manager.apply_metadata_delta(delta, self.config.min_insync_replicas)
-        self._metadata_attempt = 0
+        if delta is not None:
+            self.replica_manager.apply_metadata_delta(delta, self.config.min_insync_replicas)
         self._metadata_fetch()
 
     # --- AlterPartition (AlterPartitionManager decides when) ---------------------------------

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from broker_app.controller.apis import decode_controller_request
 from broker_app.controller.config import ControllerConfig
 from broker_app.controller.controller_apis import ControllerApis
@@ -19,13 +21,13 @@ from broker_app.controller.messages import (
 from broker_app.controller.metadata_log import FileMetadataLog
 from broker_app.controller.quorum_controller import QuorumController
 from broker_app.metadata import MetadataLoader
+from broker_app.metadata.metadata_fetcher import MetadataFetcher, MetadataFetchError
 from broker_app.metadata.snapshot import encode_snapshot
 from broker_app.protocol.codec import decode_response, encode_request, encode_response
 from broker_app.raft.file_log import write_snapshot_file
 from broker_app.raft.kio_codec import from_kio, to_kio
 from broker_app.raft.log import OffsetAndEpoch, Snapshot
-from broker_app.raft.messages import Errors, FetchSnapshotRequest, FetchSnapshotResponse
-from broker_app.server.cluster_link import build_metadata_fetch
+from broker_app.raft.messages import Errors, FetchSnapshotRequest
 
 FETCH_SNAPSHOT = 59
 
@@ -83,30 +85,51 @@ def _roundtrip(apis: ControllerApis, api: int, version: int, entity) -> object:
 
 
 def test_a_broker_below_the_log_start_fetches_the_snapshot(tmp_path: Path) -> None:
+    """The broker's MetadataFetcher (both runtimes drive it) against the real ControllerApis,
+    through the codec: Fetch names the SnapshotId, the fetcher asks FetchSnapshot next, loads
+    it, and fetches the records after it."""
     log = FileMetadataLog(tmp_path)
     controller = QuorumController(ControllerConfig(), log)
     populate(controller, ("a", "b"))
     snap = log.create_snapshot(controller.image)
     controller.create_topics(CreateTopicsRequest([NewTopic("c", 1, 1)]), 0)
     apis = ControllerApis(controller, log, ("127.0.0.1", 9093))
-    broker = MetadataLoader()
+    fetcher = MetadataFetcher(1, "highwater-cluster", MetadataLoader(), backoff_ms=100)
 
-    fetched = _roundtrip(apis, 1, 12, build_metadata_fetch(broker.next_offset, max_wait_ms=0))
-    part = fetched.responses[0].partitions[0]
-    assert (part.snapshot_id.end_offset, part.snapshot_id.epoch) == \
-        (snap.snapshot_id.offset, snap.snapshot_id.epoch) and not part.records
+    def send() -> object:
+        request = fetcher.next_request()
+        api, version = request.__api_key__, request.__version__
+        return fetcher.on_response(_roundtrip(apis, api, version, request))
 
-    ask = to_kio(FetchSnapshotRequest(1, -1, snap.snapshot_id), "highwater-cluster")
-    answer = from_kio(_roundtrip(apis, FETCH_SNAPSHOT, 0, ask))
-    assert isinstance(answer, FetchSnapshotResponse) and answer.snapshot == snap
-    broker.load_snapshot(answer.snapshot.payload, snap.snapshot_id.offset)
-
-    fetched = _roundtrip(apis, 1, 12, build_metadata_fetch(broker.next_offset, max_wait_ms=0))
-    broker.apply_fetched(bytes(fetched.responses[0].partitions[0].records))
-    assert same_state(broker.image, controller.image) and {"a", "b", "c"} <= set(
-        broker.image.topics)
+    assert fetcher.next_request().__api_key__ == 1
+    assert send() is None  # the answer names the snapshot, no records
+    ask = fetcher.next_request()
+    assert ask.__api_key__ == FETCH_SNAPSHOT
+    delta = send()
+    assert delta is not None and {"a", "b"} <= set(delta.new.topics)
+    assert fetcher.loader.next_offset == snap.snapshot_id.offset
+    delta = send()  # the records after the snapshot
+    assert delta is not None and same_state(fetcher.loader.image, controller.image)
+    assert {"a", "b", "c"} <= set(fetcher.loader.image.topics)
 
     stale = to_kio(FetchSnapshotRequest(1, -1, OffsetAndEpoch(1, 1)), "x")
     assert from_kio(_roundtrip(apis, FETCH_SNAPSHOT, 0, stale)).error is \
         Errors.SNAPSHOT_NOT_FOUND
     log.close()
+
+
+def test_the_metadata_fetcher_backs_off_on_errors_and_resets_on_an_answer() -> None:
+    from types import SimpleNamespace
+
+    fetcher = MetadataFetcher(1, "c", MetadataLoader(), backoff_ms=100)
+    error = SimpleNamespace(responses=[SimpleNamespace(partitions=[SimpleNamespace(
+        error_code=SimpleNamespace(value=6))])])  # NOT_LEADER_OR_FOLLOWER
+    for expected in (100, 200, 400, 800, 1600, 2000, 2000):
+        with pytest.raises(MetadataFetchError, match="metadata fetch error"):
+            fetcher.on_response(error)
+        fetcher.on_failure()
+        assert fetcher.backoff_ms() == expected
+    empty = SimpleNamespace(responses=[SimpleNamespace(partitions=[SimpleNamespace(
+        error_code=SimpleNamespace(value=0), snapshot_id=SimpleNamespace(end_offset=-1),
+        records=None)])])
+    assert fetcher.on_response(empty) is None and fetcher.backoff_ms() == 0

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from broker_app.server.cluster_link import build_metadata_fetch
+from broker_app.metadata.metadata_fetcher import build_metadata_fetch
 from broker_app.server.network_client import ClientError, KafkaClient
 
 
