@@ -25,8 +25,8 @@ import argparse
 import asyncio
 import logging
 import sys
-from pathlib import Path
 
+from broker_app import settings
 from broker_app.aio import cancel_and_wait
 from broker_app.config import FLUSH_POLICIES, BrokerConfig
 from broker_app.kafka_versions import (
@@ -36,14 +36,12 @@ from broker_app.kafka_versions import (
     kafka_version_arg,
     resolve,
 )
-from broker_app.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 from broker_app.replication.behaviour import (
     CONSUMER_VISIBILITY_MODES,
     ISR_UPDATE_MODES,
     TRUNCATION_MODES,
     ReplicationBehaviour,
 )
-from broker_app.replication.replica_selector import SELECTORS
 from broker_app.server.liveness import LoopLag, ShutdownGuard, run_lag_monitor
 
 log = logging.getLogger("broker_app.server")
@@ -56,43 +54,16 @@ ROLL_FLUSH_CHECK_S = 1.0  # other policies: how often rolled segments are flushe
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--node-id", type=int, required=True)
-    parser.add_argument("--port", type=int, required=True, help="0 picks a free port")
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--advertised-host", default=None)
-    parser.add_argument("--advertised-port", type=int, default=None)
-    parser.add_argument("--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME_BYTES)
-    parser.add_argument("--min-insync-replicas", type=int, default=1)
-    parser.add_argument("--num-partitions", type=int, default=1)
-    parser.add_argument("--no-auto-create-topics", action="store_true")
-    parser.add_argument("--segment-bytes", type=int, default=16 * 1024 * 1024)
-    parser.add_argument("--log-retention-check-interval-ms", type=int, default=300_000,
-                        help="how often retention.ms / retention.bytes are applied")
+    """The settings table's flags (broker_app/settings.py), then the ones that are not one
+    BrokerConfig field each."""
+    groups = settings.add_arguments(parser)
+    parser.add_argument("--no-auto-create-topics", action="store_true",
+                        help="auto.create.topics.enable=false")
     parser.add_argument("--flush-every-batch", action="store_true", help="= --flush every-batch")
     parser.add_argument("--flush", choices=FLUSH_POLICIES, default=None,
                         help="fsync every batch (L3 fix), on a timer, or never (default)")
-    parser.add_argument("--flush-interval-ms", type=int, default=1000)
     parser.add_argument("--log-level", default="INFO")
-    parser.add_argument("--max-connections", type=int, default=None,
-                        help="max.connections (default: half the process's fd limit)")
-    parser.add_argument("--max-connections-per-ip", type=int, default=2**31 - 1)
-    parser.add_argument("--connections-max-idle-ms", type=int, default=600_000)
-    parser.add_argument("--max-partitions-per-create-request", type=int, default=10_000)
-    groups = parser.add_argument_group("group coordinator (Kafka's names and defaults)")
-    groups.add_argument("--offsets-topic-num-partitions", type=int, default=50)
-    groups.add_argument("--offsets-topic-replication-factor", type=int, default=3)
-    groups.add_argument("--offsets-commit-required-acks", type=int, choices=(-1, 1), default=-1,
-                        help="1 = legacy: answer OffsetCommit before the ISR has it")
-    groups.add_argument("--group-initial-rebalance-delay-ms", type=int, default=3000)
-    groups.add_argument("--group-min-session-timeout-ms", type=int, default=6000)
-    parser.add_argument("--fetch-max-wait-cap-ms", type=int, default=30_000,
-                        help="upper bound on a client fetch's max_wait (the fuzzer lowers it)")
-    parser.add_argument("--broker-rack", default=None, help="broker.rack (KIP-392)")
-    parser.add_argument("--replica-selector", choices=SELECTORS, default="leader",
-                        help="replica.selector.class: rack-aware = RackAwareReplicaSelector, "
-                             "consumers with client.rack read from a replica in their rack")
-    cluster = parser.add_argument_group("cluster mode")
+    cluster = groups[settings.CLUSTER]
     cluster.add_argument("--controller", type=_host_port, default=None, metavar="HOST:PORT",
                          help="join the cluster of this controller (omit: single-node broker)")
     cluster.add_argument("--controller-quorum-bootstrap-servers", type=_host_ports, default=(),
@@ -103,9 +74,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--peer-address", type=_peer, action="append", default=[],
                          metavar="ID=HOST:PORT",
                          help="connect to broker ID here for replica fetches (repeatable)")
-    cluster.add_argument("--admin-port", type=int, default=None, help="HTTP GET /state")
-    cluster.add_argument("--cluster-id", default="highwater-cluster")
-    cluster.add_argument("--default-replication-factor", type=int, default=1)
     cluster.add_argument("--kafka-version", type=kafka_version_arg, default=None,
                          help="behaviour preset of this Kafka release (docs/kafka-versions.md; "
                               f"default {DEFAULT_VERSION}); the switches below override one field")
@@ -119,10 +87,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--isr-broker-epochs", action=argparse.BooleanOptionalAction,
                          default=None, help="KIP-903: ISR proposals carry members' broker "
                                             "epochs (AlterPartition v3, Kafka >= 3.5)")
-    cluster.add_argument("--replica-lag-time-max-ms", type=int, default=30_000)
-    cluster.add_argument("--heartbeat-interval-ms", type=int, default=500)
-    cluster.add_argument("--replica-fetch-wait-max-ms", type=int, default=500)
-    cluster.add_argument("--replica-fetch-backoff-ms", type=int, default=200)
 
 
 def _host_port(value: str) -> tuple[str, int]:
@@ -152,14 +116,13 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         "isr-broker-epochs": bool_text(args.isr_broker_epochs),
     })  # fmt: skip
     return BrokerConfig(
+        **{**settings.values(args), "broker_rack": args.broker_rack or None},
         flush=flush,
-        flush_interval_ms=args.flush_interval_ms,
+        flush_every_batch=flush == "every-batch",
+        auto_create_topics=not args.no_auto_create_topics,
         controller=args.controller or (args.controller_quorum_bootstrap_servers or (None,))[0],
         controller_bootstrap=args.controller_quorum_bootstrap_servers,
         peer_addresses=dict(args.peer_address),
-        admin_port=args.admin_port,
-        cluster_id=args.cluster_id,
-        default_replication_factor=args.default_replication_factor,
         behaviour=ReplicationBehaviour(
             truncation=sw["truncation"],  # type: ignore[arg-type]
             isr_update=sw["isr-update"],  # type: ignore[arg-type]
@@ -168,35 +131,6 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
             eligible_leader_replicas=as_bool(sw["eligible-leader-replicas"]),
             isr_broker_epochs=as_bool(sw["isr-broker-epochs"]),
         ),
-        replica_lag_time_max_ms=args.replica_lag_time_max_ms,
-        heartbeat_interval_ms=args.heartbeat_interval_ms,
-        replica_fetch_wait_max_ms=args.replica_fetch_wait_max_ms,
-        replica_fetch_backoff_ms=args.replica_fetch_backoff_ms,
-        node_id=args.node_id,
-        data_dir=args.data_dir,
-        port=args.port,
-        host=args.host,
-        advertised_host=args.advertised_host,
-        advertised_port=args.advertised_port,
-        max_frame_bytes=args.max_frame_bytes,
-        auto_create_topics=not args.no_auto_create_topics,
-        num_partitions=args.num_partitions,
-        min_insync_replicas=args.min_insync_replicas,
-        segment_bytes=args.segment_bytes,
-        log_retention_check_interval_ms=args.log_retention_check_interval_ms,
-        flush_every_batch=flush == "every-batch",
-        max_connections=args.max_connections,
-        max_connections_per_ip=args.max_connections_per_ip,
-        connections_max_idle_ms=args.connections_max_idle_ms,
-        max_partitions_per_create_request=args.max_partitions_per_create_request,
-        offsets_topic_num_partitions=args.offsets_topic_num_partitions,
-        offsets_topic_replication_factor=args.offsets_topic_replication_factor,
-        offsets_commit_required_acks=args.offsets_commit_required_acks,
-        group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
-        group_min_session_timeout_ms=args.group_min_session_timeout_ms,
-        fetch_max_wait_ms_cap=args.fetch_max_wait_cap_ms,
-        broker_rack=args.broker_rack or None,
-        replica_selector=args.replica_selector,
     )
 
 
