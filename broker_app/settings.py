@@ -1,17 +1,20 @@
-"""The broker's settings as one table, like kafka_versions.SWITCHES. `highwater broker`'s flags,
-the values BrokerConfig gets and docs/broker-settings.md are all made from it.
+"""The settings of the broker and controller processes as one table, like
+kafka_versions.SWITCHES. The flags of `highwater broker` and `highwater controller`, the values
+BrokerConfig and ControllerConfig get, and docs/settings.md are all made from it.
 
 Contract:
-- Each Setting names a BrokerConfig field, Kafka's name for it ("" where Kafka has none), the
-  flag's type, group and one line of doc. Its default is BrokerConfig's own: the dataclass is
-  the one place defaults live.
-- `add_arguments(parser)` adds one flag per row, in the groups the help shows.
-- `values(args)` is the BrokerConfig keyword arguments of the parsed flags.
-- `render_markdown()` is the docs page; a test keeps docs/broker-settings.md equal to it.
-- Flags that are not one field each stay in server/main.py: --flush / --flush-every-batch,
-  --no-auto-create-topics, --controller / --controller-quorum-bootstrap-servers,
-  --peer-address, --log-level, and the version switches (kafka_versions.py).
-The controller process's settings (controller/main.py) are not in this table yet.
+- Each Setting names its process, a field of that process's config class, Kafka's name for it
+  ("" where Kafka has none), the flag's type, group and one line of doc. Its default is the
+  config class's own: the dataclasses are the one place defaults live.
+- `add_arguments(parser, process)` adds one flag per row of the process, in the groups the
+  help shows. A bool is a --flag / --no-flag pair.
+- `values(args, process)` is the config class's keyword arguments of the parsed flags.
+- `render_markdown()` is the docs page; a test keeps docs/settings.md equal to it.
+- Flags that are not one config field each stay in the processes' main.py: the addresses
+  (--controller, --controller-quorum-bootstrap-servers, --peer-address,
+  --controller-quorum-voters), --flush / --flush-every-batch, --no-auto-create-topics,
+  --log-level, the controller's listener, admin port and Raft timings, and the version
+  switches (kafka_versions.py).
 """
 
 from __future__ import annotations
@@ -22,20 +25,23 @@ from pathlib import Path
 from typing import Any
 
 from broker_app.config import BrokerConfig
+from broker_app.controller.config import ControllerConfig
 from broker_app.replication.replica_selector import SELECTORS
 
 BROKER, GROUPS, CLUSTER = "broker", "group coordinator", "cluster mode"
+CONFIGS: dict[str, type] = {"broker": BrokerConfig, "controller": ControllerConfig}
 
 
 @dataclass(frozen=True)
 class Setting:
-    field: str  # the BrokerConfig field
+    field: str  # the field of the process's config class
     kafka: str  # Kafka's name for it, "" where Kafka has none
     type: type
     doc: str
     group: str = BROKER
     flag: str = ""  # "" = --<field with dashes>
     choices: tuple[Any, ...] = ()
+    process: str = "broker"
 
     @property
     def option(self) -> str:
@@ -43,8 +49,8 @@ class Setting:
 
     @property
     def default(self) -> Any:
-        """BrokerConfig's default (MISSING for the required ones)."""
-        f = next(f for f in fields(BrokerConfig) if f.name == self.field)
+        """The config class's default (MISSING for the required ones)."""
+        f = next(f for f in fields(CONFIGS[self.process]) if f.name == self.field)
         return f.default
 
 
@@ -104,15 +110,38 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("replica_fetch_backoff_ms", "replica.fetch.backoff.ms", int,
             "the wait after a failed fetch (doubles on errors, up to 10x; metadata fetches "
             "up to 2 s)", CLUSTER),
-)  # fmt: skip
+) + tuple(Setting(*row, process="controller") for row in (
+    ("node_id", "node.id", int, "this controller's id (controllers use 3000 and up)"),
+    ("cluster_id", "cluster.id", str, "the cluster it runs"),
+    ("session_timeout_ms", "broker.session.timeout.ms", int,
+     "a broker without a heartbeat for this long is fenced"),
+    ("min_insync_replicas", "min.insync.replicas", int,
+     "cluster default of min.insync.replicas (a topic config wins)"),
+    ("auto_leader_rebalance", "auto.leader.rebalance.enable", bool,
+     "move leaderships back to the preferred replicas (Kafka's default: on)"),
+    ("leader_imbalance_check_interval_ms", "leader.imbalance.check.interval.seconds (x1000)",
+     int, "how often the imbalance is checked"),
+    ("leader_imbalance_per_broker_percentage", "leader.imbalance.per.broker.percentage", int,
+     "a broker's share of misplaced leaderships that triggers the move"),
+    ("num_partitions", "num.partitions", int, "partitions of a CreateTopics with -1"),
+    ("default_replication_factor", "default.replication.factor", int,
+     "replicas of a CreateTopics with -1"),
+    ("snapshot_max_new_record_bytes", "metadata.log.max.record.bytes.between.snapshots", int,
+     "snapshot the committed image after this many bytes of new records (KIP-630); the log "
+     "then starts there", BROKER, "--metadata-log-max-record-bytes-between-snapshots"),
+    ("snapshot_max_interval_ms", "metadata.log.max.snapshot.interval.ms", int,
+     "... or after this long with any new record (KIP-876); 0: no time trigger", BROKER,
+     "--metadata-log-max-snapshot-interval-ms"),
+))  # fmt: skip
 
 
-def add_arguments(parser: argparse.ArgumentParser,
-                  groups: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
-    """One flag per setting; returns the argument groups by name (server/main.py adds the
-    flags that are not one field each to them)."""
-    groups = dict(groups or {BROKER: parser})
+def add_arguments(parser: argparse.ArgumentParser, process: str = "broker") -> dict[str, Any]:
+    """One flag per setting of `process`; returns the argument groups by name (main.py adds
+    the flags that are not one field each to them)."""
+    groups: dict[str, Any] = {BROKER: parser}
     for s in SETTINGS:
+        if s.process != process:
+            continue
         if s.group not in groups:
             groups[s.group] = parser.add_argument_group(
                 "group coordinator (Kafka's names and defaults)" if s.group == GROUPS
@@ -125,23 +154,27 @@ def add_arguments(parser: argparse.ArgumentParser,
             kwargs["default"] = s.default
         if s.choices:
             kwargs["choices"] = s.choices
+        if s.type is bool:
+            del kwargs["type"]
+            kwargs["action"] = argparse.BooleanOptionalAction
         groups[s.group].add_argument(s.option, **kwargs)
     return groups
 
 
-def values(args: argparse.Namespace) -> dict[str, Any]:
-    """BrokerConfig's keyword arguments from the parsed flags of the table."""
-    return {s.field: getattr(args, s.field) for s in SETTINGS}
+def values(args: argparse.Namespace, process: str = "broker") -> dict[str, Any]:
+    """The config class's keyword arguments from the parsed flags of the table."""
+    return {s.field: getattr(args, s.field) for s in SETTINGS if s.process == process}
 
 
 def render_markdown() -> str:
-    """The settings as docs/broker-settings.md shows them."""
-    rows = ["| flag | Kafka's name | default | meaning |", "|---|---|---|---|"]
+    """The settings as docs/settings.md shows them."""
+    rows = ["| process | flag | Kafka's name | default | meaning |", "|---|---|---|---|---|"]
     for s in SETTINGS:
         default = "(required)" if s.default is MISSING else (
             "none" if s.default is None else str(s.default))  # fmt: skip
         choices = f" ({' / '.join(str(c) for c in s.choices)})" if s.choices else ""
-        rows.append(f"| `{s.option}` | {s.kafka or '-'} | {default} | {s.doc}{choices} |")
+        rows.append(f"| {s.process} | `{s.option}` | {s.kafka or '-'} | {default} | "
+                    f"{s.doc}{choices} |")
     return "\n".join(rows) + "\n"
 
 

@@ -15,6 +15,7 @@ import logging
 import sys
 from pathlib import Path
 
+from broker_app import settings
 from broker_app.kafka_versions import (
     DEFAULT_VERSION,
     as_bool,
@@ -29,16 +30,16 @@ log = logging.getLogger("broker_app.controller")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The settings table's controller flags (broker_app/settings.py), then the process's own
+    (listener, admin port, Raft timings) and the version switches."""
+    settings.add_arguments(parser, "controller")
     parser.add_argument("--port", type=int, required=True, help="Kafka listener; 0 = free port")
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--node-id", type=int, default=3000)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--advertised-host", default=None)
     parser.add_argument("--admin-port", type=int, default=None, help="HTTP GET /state")
-    parser.add_argument("--cluster-id", default="highwater-cluster")
     parser.add_argument("--fetch-max-wait-cap-ms", type=int, default=None,
                         help="bound on a parked metadata Fetch's max_wait (the fuzzer lowers it)")
-    parser.add_argument("--session-timeout-ms", type=int, default=9000)
     parser.add_argument("--kafka-version", type=kafka_version_arg, default=None,
                         help="behaviour preset of this Kafka release (docs/kafka-versions.md; "
                              f"default {DEFAULT_VERSION}); the switches below override one field")
@@ -59,14 +60,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="caught-up: a Raft leader acts as the active controller once it "
                              "has applied the committed log up to its epoch start (Kafka); "
                              "on-election: hypothetical bug switch, at once on its image")
-    parser.add_argument("--min-insync-replicas", type=int, default=1,
-                        help="cluster default of min.insync.replicas (a topic config wins)")
-    parser.add_argument("--auto-leader-rebalance", action=argparse.BooleanOptionalAction,
-                        default=True, help="auto.leader.rebalance.enable (Kafka's default: on)")
-    parser.add_argument("--leader-imbalance-check-interval-ms", type=int, default=300_000)
-    parser.add_argument("--leader-imbalance-per-broker-percentage", type=int, default=10)
-    parser.add_argument("--num-partitions", type=int, default=1)
-    parser.add_argument("--default-replication-factor", type=int, default=1)
     parser.add_argument("--tick-interval-ms", type=int, default=100)
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--controller-quorum-voters", default=None,
@@ -75,13 +68,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "it this is the single controller")
     parser.add_argument("--controller-quorum-election-timeout-ms", type=int, default=1000)
     parser.add_argument("--controller-quorum-fetch-timeout-ms", type=int, default=2000)
-    parser.add_argument("--metadata-log-max-record-bytes-between-snapshots", type=int,
-                        default=20 * 1024 * 1024,
-                        help="snapshot the committed metadata image after this many bytes of "
-                             "new metadata records (KIP-630); the log then starts there")
-    parser.add_argument("--metadata-log-max-snapshot-interval-ms", type=int, default=3_600_000,
-                        help="... or after this long with any new record (KIP-876); 0 "
-                             "disables the time trigger")
 
 
 def config_from_args(args: argparse.Namespace) -> ControllerConfig:
@@ -94,23 +80,13 @@ def config_from_args(args: argparse.Namespace) -> ControllerConfig:
         "pre-vote": bool_text(args.pre_vote),
     })  # fmt: skip
     return ControllerConfig(
-        node_id=args.node_id,
-        cluster_id=args.cluster_id,
-        session_timeout_ms=args.session_timeout_ms,
+        **settings.values(args, "controller"),
         unclean_leader_election=as_bool(sw["unclean-leader-election"]),
         eligible_leader_replicas=as_bool(sw["eligible-leader-replicas"]),
         isr_broker_epochs=as_bool(sw["isr-broker-epochs"]),
         raft_vote_log_check=args.raft_vote_log_check == "strict",
         activate_caught_up=args.controller_activation == "caught-up",
         pre_vote=as_bool(sw["pre-vote"]),
-        min_insync_replicas=args.min_insync_replicas,
-        auto_leader_rebalance=args.auto_leader_rebalance,
-        leader_imbalance_check_interval_ms=args.leader_imbalance_check_interval_ms,
-        leader_imbalance_per_broker_percentage=args.leader_imbalance_per_broker_percentage,
-        num_partitions=args.num_partitions,
-        default_replication_factor=args.default_replication_factor,
-        snapshot_max_new_record_bytes=args.metadata_log_max_record_bytes_between_snapshots,
-        snapshot_max_interval_ms=args.metadata_log_max_snapshot_interval_ms,
     )
 
 
@@ -120,10 +96,14 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    for name in ("session_timeout_ms", "tick_interval_ms", "leader_imbalance_check_interval_ms",
-                 "metadata_log_max_record_bytes_between_snapshots"):
+    for flag, name in (("--session-timeout-ms", "session_timeout_ms"),
+                       ("--tick-interval-ms", "tick_interval_ms"),
+                       ("--leader-imbalance-check-interval-ms",
+                        "leader_imbalance_check_interval_ms"),
+                       ("--metadata-log-max-record-bytes-between-snapshots",
+                        "snapshot_max_new_record_bytes")):  # fmt: skip
         if getattr(args, name) <= 0:
-            log.error("--%s must be > 0, got %d", name.replace("_", "-"), getattr(args, name))
+            log.error("%s must be > 0, got %d", flag, getattr(args, name))
             return 2
     try:
         config = config_from_args(args)
