@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -589,8 +589,9 @@ class KafkaApis:
             results = self.replica_manager.fetch_messages(reqs, max_bytes, replica_id,
                                                           client_rack, replica_epoch)
             size = sum(len(r.records) for r in results.values())
-            errors = unknown or any(r.error_code != Errors.NONE or r.preferred_read_replica >= 0
-                                    for r in results.values())  # fmt: skip
+            errors = bool(unknown) or any(
+                r.error_code != Errors.NONE or r.preferred_read_replica >= 0
+                for r in results.values())  # fmt: skip
             if not force and not errors and size < max(min_bytes, 1):
                 return None
             return self._fetch_response(request, results, ids if by_id else None, unknown)
@@ -619,7 +620,7 @@ class KafkaApis:
         return None if info is None else info.name
 
     def _fetch_response(self, request: Request, results: dict, ids: dict[str, Any] | None = None,
-                        unknown: list[tuple[Any, int]] = ()) -> Any:  # fmt: skip
+                        unknown: Sequence[tuple[Any, int]] = ()) -> Any:  # fmt: skip
         """`ids` (Fetch v13+): each topic's id, which the response names it by; `unknown`:
         the (topic id, partition) pairs whose id names no topic."""
         by_topic: dict[Any, list[dict[str, Any]]] = {}
