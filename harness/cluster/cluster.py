@@ -22,13 +22,10 @@ Contract:
 - Process faults act on containers by node name: kill (SIGKILL), stop (SIGTERM, then SIGKILL after
   a timeout), start, restart, pause/resume (cgroup freezer). start/restart wait until the
   process says it listens again (bounded).
-- Cluster.attach(run_id) rebuilds a handle on a running cluster from docker's labels (for
-  `highwater cluster status/down` from another process).
-- On testcontainers-python: Network, DockerContainer (create, start, files in), published
-  ports, and wait strategies (Toxiproxy's HTTP API; "listening" in a node's log). Ryuk, its
-  reaper, is a registry image none can pull here: off, and the highwater.run labels with
-  lifecycle.clean are the cleanup guarantee. Toxiproxy links, the disk layer, faults,
-  collection and attach (status and down only) are this module's own.
+- Cluster.attach(run_id): a handle on a running run, from docker's labels, for status and down.
+- Containers, network, published ports and the wait for "listening" in a node's log are
+  testcontainers-python's. Its reaper, Ryuk, is a registry image, so it is off: the
+  highwater.run labels and lifecycle.clean are the cleanup guarantee.
 Errors: ClusterError, with the node and what failed (and the container's last log lines).
 """
 
