@@ -22,7 +22,10 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
+
+from kio.schema.fetch.v15 import request as fetch_v15
 
 from broker_app.protocol.codec import request_class
 from broker_app.protocol.entities import build
@@ -41,7 +44,8 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, FETCH = 2, 23, 1
-LIST_OFFSETS_VERSION, OFFSET_FOR_LEADER_EPOCH_VERSION, FETCH_VERSION = 4, 4, 15
+LIST_OFFSETS_VERSION, OFFSET_FOR_LEADER_EPOCH_VERSION = 4, 4  # Fetch: v15, kio's classes below
+_NO_TOPIC_ID = uuid.UUID(int=0)
 
 
 @dataclass
@@ -149,43 +153,31 @@ class FetcherSession:
         return PendingRequest(OFFSET_FOR_LEADER_EPOCH, body, states, TRUNCATING)
 
     def build_fetch(self) -> PendingRequest | None:
-        """FENCED partitions are not fetched (they wait for new metadata)."""
+        """FENCED partitions are not fetched (they wait for new metadata). Built as kio's v15
+        classes directly, not through entities.build: every replica fetch of a run passes
+        here."""
         states = self._in(FETCHING)
         if not states:
             return None
-        topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        topics: dict[uuid.UUID, list[Any]] = {}
         names: dict[uuid.UUID, str] = {}
         for (topic, p), st in states.items():
             r = st.build_fetch()
             # An id the metadata has not given yet: the leader answers UNKNOWN_TOPIC_ID.
-            topic_id = self.topic_ids.get(topic, uuid.UUID(int=0))
+            topic_id = self.topic_ids.get(topic, _NO_TOPIC_ID)
             names[topic_id] = topic
-            topics.setdefault(topic_id, []).append(
-                {
-                    "partition": p,
-                    "current_leader_epoch": r.current_leader_epoch,
-                    "fetch_offset": r.fetch_offset,
-                    "last_fetched_epoch": r.last_fetched_epoch,
-                    "log_start_offset": r.log_start_offset,
-                    "partition_max_bytes": r.max_bytes,
-                }
-            )
-        body = build(
-            request_class(FETCH, FETCH_VERSION),
-            {
-                "replica_state": {"replica_id": self.node_id,
-                                  "replica_epoch": self.broker_epoch()},
-                "max_wait": self.max_wait_ms,
-                "min_bytes": 1,
-                "max_bytes": self.response_max_bytes,
-                "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
-                "topics": [{"topic_id": t, "partitions": ps} for t, ps in topics.items()],
-                "forgotten_topics_data": [],
-                "rack_id": "",
-            },
-        )
+            topics.setdefault(topic_id, []).append(fetch_v15.FetchPartition(
+                partition=p, current_leader_epoch=r.current_leader_epoch,
+                fetch_offset=r.fetch_offset, last_fetched_epoch=r.last_fetched_epoch,
+                log_start_offset=r.log_start_offset, partition_max_bytes=r.max_bytes))
+        body = fetch_v15.FetchRequest(
+            replica_state=fetch_v15.ReplicaState(replica_id=self.node_id,
+                                                 replica_epoch=self.broker_epoch()),
+            max_wait=timedelta(milliseconds=self.max_wait_ms), min_bytes=1,
+            max_bytes=self.response_max_bytes, isolation_level=0, session_id=0,
+            session_epoch=-1, forgotten_topics_data=(), rack_id="",
+            topics=tuple(fetch_v15.FetchTopic(topic_id=t, partitions=tuple(ps))
+                         for t, ps in topics.items()))  # fmt: skip
         return PendingRequest(FETCH, body, states, FETCHING, names)
 
     # --- applying ------------------------------------------------------------------------
