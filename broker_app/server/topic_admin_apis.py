@@ -15,7 +15,6 @@ the others.
 from __future__ import annotations
 
 import uuid
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from broker_app.protocol.apis import ApiKey
@@ -236,18 +235,20 @@ class TopicAdminApis:
         if body.validate_only:
             return True
         for res in body.resources:
+            name = res.resource_name
             if res.resource_type == RESOURCE_BROKER:
-                topic = SimpleNamespace(configs=image.broker_configs.get(res.resource_name, {}))
+                configs = image.broker_configs.get(name, {})
             elif res.resource_type == RESOURCE_GROUP:
-                topic = SimpleNamespace(configs=image.group_configs.get(res.resource_name, {}))
+                configs = image.group_configs.get(name, {})
             else:
-                topic = image.topics.get(res.resource_name)
-            if (res.resource_type, res.resource_name) not in ok or topic is None:
+                topic = image.topics.get(name)
+                configs = None if topic is None else topic.configs
+            if (res.resource_type, name) not in ok or configs is None:
                 continue
             for c in res.configs or ():
                 op = int(getattr(c, "config_operation", 0))
-                if op == 0 and topic.configs.get(c.name) != (c.value or "").strip():
+                if op == 0 and configs.get(c.name) != (c.value or "").strip():
                     return False
-                if op == 1 and c.name in topic.configs:
+                if op == 1 and c.name in configs:
                     return False
         return True
