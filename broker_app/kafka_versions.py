@@ -2,7 +2,7 @@
 
 Contract:
 - SWITCHES names each version-governed switch as plans and the command line spell it
-  (`truncation`, `isr-update`, `strict-min-isr`, `eligible-leader-replicas`,
+  (`truncation`, `isr-update`, `isr-join`, `strict-min-isr`, `eligible-leader-replicas`,
   `unclean-leader-election`, `isr-broker-epochs`, `pre-vote`), the processes that take it (broker,
   controller or both) and its allowed values. Switch values are strings; booleans are
   "true"/"false".
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from broker_app.replication.behaviour import ISR_UPDATE_MODES, TRUNCATION_MODES
+from broker_app.replication.behaviour import ISR_JOIN_MODES, ISR_UPDATE_MODES, TRUNCATION_MODES
 
 BOOL = ("true", "false")
 
@@ -55,6 +55,9 @@ SWITCHES: tuple[Switch, ...] = (
            "how a new follower reconciles its log with the leader"),
     Switch("isr-update", ("broker",), ISR_UPDATE_MODES,
            "whether a pending ISR change counts before the controller commits it"),
+    Switch("isr-join", ("broker",), ISR_JOIN_MODES,
+           "what a follower outside the ISR must reach to join: the HW and the start of the "
+           "leader's epoch, or the HW alone (KAFKA-7128)"),
     Switch("strict-min-isr", ("broker",), BOOL,
            "the HW advances only while the ISR has min.insync.replicas members"),
     Switch("eligible-leader-replicas", ("broker", "controller"), BOOL,
@@ -78,10 +81,11 @@ class KafkaVersion:
 
 
 def _row(version: str, truncation: str, isr_update: str, strict: str, elr: str, unclean: str,
-         changes: str, epochs: str = "true", pre_vote: str = "false") -> KafkaVersion:  # fmt: skip
+         changes: str, epochs: str = "true", pre_vote: str = "false",
+         isr_join: str = "epoch-start") -> KafkaVersion:  # fmt: skip
     # Defaulted last: `epochs` (isr-broker-epochs, KIP-903) is "false" below 3.5, `pre_vote`
-    # (KIP-996) "true" from 4.0.
-    values = (truncation, isr_update, strict, elr, unclean, epochs, pre_vote)
+    # (KIP-996) "true" from 4.0, `isr_join` "high-watermark" below 2.1 (KAFKA-7128).
+    values = (truncation, isr_update, isr_join, strict, elr, unclean, epochs, pre_vote)
     return KafkaVersion(version, dict(zip(SWITCH_NAMES, values, strict=True)), changes)
 
 
@@ -89,16 +93,20 @@ VERSIONS: tuple[KafkaVersion, ...] = (
     _row("0.8", "high-watermark", "eager", "false", "false", "true",
          "0.8.2 (KAFKA-1028, KAFKA-1555): min.insync.replicas refuses acks=all appends but does "
          "not gate the HW; a follower truncates to its own HW (KAFKA-1211); unclean election "
-         "on by default", epochs="false"),
+         "on by default", epochs="false", isr_join="high-watermark"),
     _row("0.11", "kip-101", "eager", "false", "false", "false",
          "KIP-101 (KAFKA-1211): truncation by leader epoch (OffsetsForLeaderEpoch); KIP-106: "
-         "unclean.leader.election.enable defaults to false", epochs="false"),
+         "unclean.leader.election.enable defaults to false", epochs="false",
+         isr_join="high-watermark"),
     _row("2.0", "kip-279", "eager", "false", "false", "false",
          "KIP-279 (KAFKA-6361): OffsetsForLeaderEpoch answers with the leader's largest epoch "
-         "<= the requested one, the follower iterates", epochs="false"),
+         "<= the requested one, the follower iterates", epochs="false",
+         isr_join="high-watermark"),
     _row("2.1", "kip-279", "eager", "false", "false", "false",
          "KIP-320 (KAFKA-7395): the current leader epoch in fetches fences zombie replicas "
-         "(always on here, no switch)", epochs="false"),
+         "(always on here, no switch); KAFKA-7128 (also 2.0.1): a follower joins the ISR only "
+         "once it reached the start of the leader's epoch, not just the HW (L15)",
+         epochs="false"),
     _row("2.7", "kip-279", "maximal", "false", "false", "false",
          "KIP-497 (KAFKA-8836): AlterIsr, the leader counts the maximal ISR; KIP-595 adds "
          "Fetch v12 LastFetchedEpoch/DivergingEpoch (used by KRaft only)", epochs="false"),

@@ -107,6 +107,9 @@ SETTINGS: tuple[Setting, ...] = (
             "heartbeats to the controller", CLUSTER),
     Setting("replica_fetch_wait_max_ms", "replica.fetch.wait.max.ms", int,
             "how long a replica fetch waits at the leader for data", CLUSTER),
+    Setting("replica_fetch_max_bytes", "replica.fetch.max.bytes", int,
+            "what a replica fetch asks of each partition (at least one batch comes back)",
+            CLUSTER),
     Setting("replica_fetch_backoff_ms", "replica.fetch.backoff.ms", int,
             "the wait after a failed fetch (doubles on errors, up to 10x; metadata fetches "
             "up to 2 s)", CLUSTER),

@@ -12,10 +12,12 @@ from typing import Literal
 
 Truncation = Literal["high-watermark", "kip-101", "kip-279", "diverging-epoch"]
 IsrUpdate = Literal["maximal", "eager"]
+IsrJoin = Literal["epoch-start", "high-watermark"]
 ConsumerVisibility = Literal["high-watermark", "log-end"]
 
 TRUNCATION_MODES: tuple[str, ...] = ("high-watermark", "kip-101", "kip-279", "diverging-epoch")
 ISR_UPDATE_MODES: tuple[str, ...] = ("maximal", "eager")
+ISR_JOIN_MODES: tuple[str, ...] = ("epoch-start", "high-watermark")
 CONSUMER_VISIBILITY_MODES: tuple[str, ...] = ("high-watermark", "log-end")
 
 
@@ -43,6 +45,17 @@ class ReplicationBehaviour:
     keeps counting the removed member until the controller commits it.
     "eager": legacy; the leader applies a shrink locally before the controller commits it, so
     the HW can pass a replica the controller may still elect. Exists for L6.
+    """
+
+    isr_join: IsrJoin = "epoch-start"
+    """What a follower outside the ISR must reach before its leader proposes it.
+
+    "epoch-start" (default, Kafka 2.1 and 2.0.1, KAFKA-7128): the HW and the leader's log end
+    offset when its epoch began. A new leader's HW may lag what the previous leader committed;
+    the start of its epoch does not.
+    "high-watermark": legacy (Kafka 2.0 and before): the HW alone, so a follower can join
+    holding less than the previous leader committed, and be elected before it fetched the
+    rest. Exists for L15.
     """
 
     consumer_visibility: ConsumerVisibility = "high-watermark"
@@ -74,6 +87,7 @@ class ReplicationBehaviour:
         checks = (
             ("truncation", self.truncation, TRUNCATION_MODES),
             ("isr_update", self.isr_update, ISR_UPDATE_MODES),
+            ("isr_join", self.isr_join, ISR_JOIN_MODES),
             ("consumer_visibility", self.consumer_visibility, CONSUMER_VISIBILITY_MODES),
         )
         for name, value, allowed in checks:

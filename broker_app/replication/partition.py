@@ -444,12 +444,15 @@ class Partition:
 
     def is_follower_in_sync(self, replica_id: int) -> bool:
         """ISR expansion rule: the follower reached the HW and the start of this leader's epoch
-        (so it cannot join holding only an old leader's view of the tail)."""
+        (KAFKA-7128: a new leader's HW may lag what the previous leader committed; with
+        isr_join "high-watermark", Kafka 2.0's rule, the HW alone, L15)."""
         state = self.remote_replicas.get(replica_id)
         if state is None or self.leader_epoch_start_offset is None:
             return False
         leo = state.log_end_offset
-        return leo >= self.log.high_watermark and leo >= self.leader_epoch_start_offset
+        if leo < self.log.high_watermark:
+            return False
+        return self.behaviour.isr_join == "high-watermark" or leo >= self.leader_epoch_start_offset
 
     def maybe_expand_isr(self, replica_id: int, now_ms: int) -> AlterPartitionRequest | None:
         """Propose adding a caught-up follower; it counts for the HW at once (maximal ISR)."""

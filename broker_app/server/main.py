@@ -38,6 +38,7 @@ from broker_app.kafka_versions import (
 )
 from broker_app.replication.behaviour import (
     CONSUMER_VISIBILITY_MODES,
+    ISR_JOIN_MODES,
     ISR_UPDATE_MODES,
     TRUNCATION_MODES,
     ReplicationBehaviour,
@@ -79,6 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                               f"default {DEFAULT_VERSION}); the switches below override one field")
     cluster.add_argument("--truncation", choices=TRUNCATION_MODES, default=None)
     cluster.add_argument("--isr-update", choices=ISR_UPDATE_MODES, default=None)
+    cluster.add_argument("--isr-join", choices=ISR_JOIN_MODES, default=None,
+                         help="what a follower must reach to join the ISR (KAFKA-7128)")
     cluster.add_argument("--consumer-visibility", choices=CONSUMER_VISIBILITY_MODES,
                          default="high-watermark")
     cluster.add_argument("--strict-min-isr", action=argparse.BooleanOptionalAction, default=None)
@@ -110,7 +113,7 @@ def _peer(value: str) -> tuple[int, tuple[str, int]]:
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     flush = args.flush or ("every-batch" if args.flush_every_batch else "never")
     sw = resolve(args.kafka_version, {
-        "truncation": args.truncation, "isr-update": args.isr_update,
+        "truncation": args.truncation, "isr-update": args.isr_update, "isr-join": args.isr_join,
         "strict-min-isr": bool_text(args.strict_min_isr),
         "eligible-leader-replicas": bool_text(args.eligible_leader_replicas),
         "isr-broker-epochs": bool_text(args.isr_broker_epochs),
@@ -126,6 +129,7 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         behaviour=ReplicationBehaviour(
             truncation=sw["truncation"],  # type: ignore[arg-type]
             isr_update=sw["isr-update"],  # type: ignore[arg-type]
+            isr_join=sw["isr-join"],  # type: ignore[arg-type]
             consumer_visibility=args.consumer_visibility,
             strict_min_isr=as_bool(sw["strict-min-isr"]),
             eligible_leader_replicas=as_bool(sw["eligible-leader-replicas"]),

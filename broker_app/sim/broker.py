@@ -409,7 +409,7 @@ class SimFetcher:
         self.leader = broker_name(leader_id)
         rm = broker.replica_manager
         self.session = FetcherSession(broker.node_id, leader_id, cfg.replica_fetch_wait_max_ms,
-                                      1 << 20, topic_ids=rm.topic_ids,
+                                      cfg.replica_fetch_max_bytes, topic_ids=rm.topic_ids,
                                       broker_epoch=lambda: rm.broker_epoch())  # fmt: skip
         self.pacer = FetchPacer(cfg.replica_fetch_backoff_ms)
         self.timeout_ms = cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms

@@ -9,15 +9,15 @@ Contract:
   `latency` fault (ms +- jitter), FIFO: a message never overtakes an earlier one on the same
   directed link (one TCP stream per link; Kafka clients do keep several connections, whose
   relative reordering is not modelled).
-- A cut link (partition, isolate) drops messages, checked when sent and when they would
-  arrive (a cut made while a message is in flight loses it): the connection stays open and
-  the caller waits for its `timeout_ms`, as behind harness/net.py's Toxiproxy `timeout`
-  toxic. Healing the link closes the connections it held (Toxiproxy does), so a call whose
-  message was lost on it fails at once ("connection closed"). A message to a process that
-  is down fails fast, one round trip later (connection refused); a process that dies fails
-  every call it had received and not answered (`reset_node`: the kernel resets its
-  connections); to a paused process a message waits until resume (the kernel buffers it).
-  Callbacks run only in the caller's live incarnation.
+- A cut link (partition, isolate; one direction: blackhole) drops messages, checked when
+  sent and when they would arrive (a cut made while a message is in flight loses it): the
+  connection stays open and the caller waits for its `timeout_ms`, as behind
+  harness/net.py's Toxiproxy `timeout` toxic. Healing the link closes the connections it
+  held (Toxiproxy does), so a call whose message was lost on it fails at once ("connection
+  closed"). A message to a process that is down fails fast, one round trip later (connection
+  refused); a process that dies fails every call it had received and not answered
+  (`reset_node`: the kernel resets its connections); to a paused process a message waits
+  until resume (the kernel buffers it). Callbacks run only in the caller's live incarnation.
 - `drop_probability` per link loses single messages at random (not a plan action; tests).
 """
 
@@ -167,8 +167,8 @@ class Network:
         self.faults.clear()
         self._close_lost(lambda c: True)
 
-    def uncut(self, a: str, b: str) -> None:
-        for k in ((a, b), (b, a)):
+    def uncut(self, a: str, b: str, both: bool = True) -> None:
+        for k in ((a, b), (b, a)) if both else ((a, b),):
             f = self.faults.get(k)
             if f is not None:
                 f.cut = False

@@ -3,7 +3,8 @@ with the simulator's fault primitives, and the same nemesis ops in the history.
 
 `SimNemesis.tick()` is the run's fault loop (harness/plan/timing.step_status on every tick,
 targets through harness/plan/targets.resolve with step_rng(seed, i), so a schedule means
-what it means in a container run). Supported: partition, isolate, latency, heal, heal-all,
+what it means in a container run). Supported: partition, isolate, latency, blackhole (without
+close_after_ms: the one-way cut of broker_app/sim/network.py), heal, heal-all,
 kill (lose_unsynced), stop, start, restart, pause, resume, disk-sync, elect-preferred,
 replace-consumer (on the run's SimConsumers, `consumers`).
 Not simulated (refused up front by `check_supported`): bandwidth, disk-stall, reassign, rebalance,
@@ -18,7 +19,7 @@ from typing import Any
 
 from broker_app.metadata.image import MetadataImage
 from broker_app.sim.cluster import CLIENT, SimCluster
-from broker_app.sim.quorum import CONTROLLER_ID_BASE
+from broker_app.sim.quorum import CONTROLLER_ID_BASE, SimQuorumController
 from broker_app.storage.topic_partition import TopicPartition
 from harness.plan.errors import ResolutionError
 from harness.plan.model import Step
@@ -48,6 +49,8 @@ def check_supported(steps: Sequence[Step]) -> None:
     for s in steps:
         if s.action in UNSUPPORTED:
             raise SimUnsupported(f"step {s.name}: action {s.action!r} is not simulated")
+        if s.action == "blackhole" and int(s.params.get("close_after_ms") or 0) > 0:
+            raise SimUnsupported(f"step {s.name}: blackhole close_after_ms is not simulated")
 
 
 def node_name(n: Node) -> str:
@@ -224,6 +227,18 @@ class SimNemesis:
             def undo() -> None:
                 for x, y in pairs:
                     c.latency(x, y, 0, 0)
+        elif a == "blackhole":
+            src = self._resolve(step.src, state, rng)
+            dst = self._resolve(step.dst, state, rng, src)
+            pairs = [(node_name(x), node_name(y)) for x in src for y in dst if x != y]
+            for x, y in pairs:
+                c.net.cut(x, y, both=False)
+            value["links"] = [f"{x}->{y}" for x, y in pairs]
+            nodes = src + dst
+
+            def undo() -> None:
+                for x, y in pairs:
+                    c.net.uncut(x, y, both=False)
         elif a == "heal":
             c.heal()
         elif a == "heal-all":
@@ -303,6 +318,13 @@ def _elect_preferred(c: SimCluster, partitions: Sequence[str]) -> None:
     if not ctl.process.up or ctl.controller is None:
         return
     wanted = [parse_partition(p) for p in partitions] or None
+    request = ElectLeadersRequest(0, wanted)
+    if isinstance(ctl, SimQuorumController):
+        # Through the facade, as the controller's ElectLeaders API does: it appends to the
+        # Raft log and wakes the client to replicate.
+        assert ctl.facade is not None
+        ctl.facade.elect_leaders(request, c.loop.now_ms)
+        return
     before = ctl.metadata_log.end_offset
-    ctl.controller.elect_leaders(ElectLeadersRequest(0, wanted), c.loop.now_ms)
+    ctl.controller.elect_leaders(request, c.loop.now_ms)
     ctl._wake_if_appended(before)

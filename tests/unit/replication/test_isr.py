@@ -136,6 +136,56 @@ def test_expansion_needs_hw_and_current_epoch_start(make_cluster) -> None:
     assert leader.isr == {A, B, C}
 
 
+def _kafka_7128(cluster) -> tuple[list[str], object]:
+    """KAFKA-7128's interleaving: A leads with ISR {A, B} (C outside, idle) and acknowledges
+    m0..m4; B holds them all, but the fetch that told A so was the last one, so B's HW is 2.
+    A dies; B leads epoch 1 (which starts at 5) with A still in its ISR, so its HW stays 2.
+    C catches up one batch per fetch; returns (C's log, B's update after C's fetch at 2)."""
+    cluster.elect(A, isr=[A, B], followers=[B])
+    for v in ["m0", "m1"]:
+        cluster.produce([v])
+    cluster.replicate(B, rounds=2)  # B has m0, m1 and HW 2
+    for v in ["m2", "m3", "m4"]:
+        cluster.produce([v])
+    cluster.fetch_round(B)  # B has m0..m4, HW 2
+    cluster.leader.update_follower_fetch_state(B, 5, cluster.now_ms)  # its answer is lost
+    assert cluster.leader.high_watermark == 5  # m0..m4 acknowledged
+    assert cluster.brokers[B].log.high_watermark == 2
+    cluster.crash(A)
+    cluster.elect(B, isr=[A, B], followers=[])
+    leader = cluster.leader
+    assert (leader.leader_epoch_start_offset, leader.high_watermark) == (5, 2)
+    cluster.make_follower(C)
+    cluster.brokers[C].fetcher.max_bytes = 1  # one batch per fetch
+    cluster.fetch_round(C)
+    cluster.fetch_round(C)  # C holds m0, m1
+    cluster.fetch_round(C)  # ... and this fetch, at offset 2, reached B's HW
+    return values(cluster.brokers[C].log), cluster.last_update
+
+
+def test_kafka_7128_legacy_adds_a_follower_that_only_reached_the_lagging_hw(make_cluster):
+    """Kafka 2.0 (isr-join high-watermark, L15): C joins at offset 2 although A acknowledged
+    up to 5; if B dies now, C is a clean choice and m2..m4 are gone."""
+    cluster = make_cluster([A, B, C], isr_join="high-watermark")
+    c_log, update = _kafka_7128(cluster)
+    assert update.alter_partition is not None and update.alter_partition.new_isr == (A, B, C)
+    cluster.commit(update.alter_partition)
+    assert cluster.leader.isr == {A, B, C}
+    assert c_log[:2] == ["m0", "m1"] and cluster.leader.remote_replicas[C].log_end_offset == 2
+
+
+def test_kafka_7128_fixed_waits_for_the_epoch_start(make_cluster):
+    """Kafka 2.1 and later (isr-join epoch-start): not before C reached offset 5."""
+    cluster = make_cluster([A, B, C])
+    _kafka_7128(cluster)
+    assert cluster.last_update.alter_partition is None
+    while cluster.brokers[C].log.log_end_offset < 5:
+        cluster.fetch_round(C)
+        assert cluster.last_update.alter_partition is None
+    cluster.fetch_round(C)  # this fetch tells B that C holds offset 5
+    assert cluster.last_update.alter_partition.new_isr == (A, B, C)
+
+
 def test_alter_partition_rejection_reverts_or_stays_pending(make_cluster) -> None:
     cluster = make_cluster([A, B])
     cluster.elect(B, isr=[A, B])

@@ -51,6 +51,25 @@ def test_cut_loses_the_message_and_the_caller_times_out() -> None:
     assert got[-1] == 20
 
 
+def test_one_way_cut_drops_the_answers_not_the_requests() -> None:
+    """A blackhole from b to a: b still gets a's requests (and acts on them), its answers are
+    lost, also one already in flight when the cut is made; undoing it closes the call."""
+    loop, net, _a, _b, seen = _net()
+    net.fault("b", "a").latency_ms = 100
+    got: list[Any] = []
+    net.rpc("a", "b", 1, got.append, got.append, 5000)
+    loop.run_until(50)
+    assert [m for _, m in seen] == [1]  # answered, the answer is on the slow way back
+    net.cut("b", "a", both=False)
+    assert not net.is_cut("a", "b")
+    net.rpc("a", "b", 2, got.append, got.append, 5000)
+    loop.run_until(1000)
+    assert [m for _, m in seen] == [1, 2] and got == []
+    net.uncut("b", "a", both=False)
+    loop.run_until(1010)
+    assert got == ["connection closed by the heal"] * 2
+
+
 def test_down_process_refuses_fast_and_paused_one_answers_after_resume() -> None:
     loop, net, _a, b, seen = _net()
     got: list[Any] = []
