@@ -409,7 +409,10 @@ def elect_preferred(bootstrap: str, partitions: Sequence[str] = (), timeout_s: f
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG})
     tps = [TopicPartition(*parse_partition(p)) for p in partitions] or None
-    fut = admin.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=timeout_s)
+    # No request_timeout/operation_timeout: confluent-kafka 2.16.1's elect_leaders raises
+    # SystemError ("more argument specifiers than keyword list entries") on either; the
+    # future's own timeout bounds the wait.
+    fut = admin.elect_leaders(ElectionType.PREFERRED, tps)
     try:
         fut.result(timeout=timeout_s)
     except KafkaException as exc:

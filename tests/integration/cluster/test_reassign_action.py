@@ -1,6 +1,7 @@
-"""The plan actions `reassign` and `rebalance` (harness.nemesis.handlers) on a local 3-broker
-cluster: AlterPartitionReassignments moves replicas where the step says, or where
-`kafka-reassign-partitions --generate` would put them over the brokers given."""
+"""The plan actions `reassign`, `rebalance` and `elect-preferred` (harness.nemesis.handlers) on
+a local 3-broker cluster: AlterPartitionReassignments moves replicas where the step says, or
+where `kafka-reassign-partitions --generate` would put them over the brokers given;
+ElectLeaders gives a partition back to its preferred replica."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import random
 
 from confluent_kafka.admin import AdminClient
 
-from harness.nemesis.handlers import reassign, rebalance
+from harness.nemesis.handlers import elect_preferred, reassign, rebalance
 
 from .conftest import Cluster
 from .helpers import create_topic, wait_until
@@ -41,3 +42,29 @@ def test_rebalance_moves_partitions_off_a_broker(cluster: Cluster) -> None:
                        60, "every replica on brokers 1 and 2")
     for (_, p), r in moves.items():
         assert final[p] == r
+
+
+def test_elect_preferred_gives_the_leadership_back(cluster: Cluster) -> None:
+    """confluent-kafka 2.16.1's elect_leaders raised SystemError on a timeout keyword, so the
+    step failed in every container run; the partition stayed with the other replica."""
+    create_topic(cluster.bootstrap, "ep", partitions=1, rf=3)
+    preferred = _replicas(cluster.bootstrap, "ep", 0)[0]
+    elect_preferred(cluster.bootstrap, ["ep-0"])  # already led by it: ELECTION_NOT_NEEDED
+    cluster.brokers[preferred].stop()  # a controlled shutdown moves the leadership away
+    other = wait_until(lambda: (l := _leader(cluster, "ep")) not in (-1, preferred) and l, 30,
+                       "a leader other than the preferred replica")  # fmt: skip
+    cluster.brokers[preferred].start()
+    wait_until(lambda: len(_isr(cluster, "ep")) == 3, 30, "the preferred replica back in the ISR")
+    assert _leader(cluster, "ep") == other
+    elect_preferred(cluster.bootstrap, ["ep-0"])
+    wait_until(lambda: _leader(cluster, "ep") == preferred, 30, "the preferred replica leads")
+
+
+def _leader(cluster: Cluster, topic: str) -> int:
+    md = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=10)
+    return md.topics[topic].partitions[0].leader
+
+
+def _isr(cluster: Cluster, topic: str) -> list[int]:
+    md = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=10)
+    return list(md.topics[topic].partitions[0].isrs)
