@@ -51,7 +51,7 @@ def test_elect_preferred_gives_the_leadership_back(cluster: Cluster) -> None:
     preferred = _replicas(cluster.bootstrap, "ep", 0)[0]
     elect_preferred(cluster.bootstrap, ["ep-0"])  # already led by it: ELECTION_NOT_NEEDED
     cluster.brokers[preferred].stop()  # a controlled shutdown moves the leadership away
-    other = wait_until(lambda: (l := _leader(cluster, "ep")) not in (-1, preferred) and l, 30,
+    other = wait_until(lambda: (lead := _leader(cluster, "ep")) not in (-1, preferred) and lead, 30,
                        "a leader other than the preferred replica")  # fmt: skip
     cluster.brokers[preferred].start()
     wait_until(lambda: len(_isr(cluster, "ep")) == 3, 30, "the preferred replica back in the ISR")
