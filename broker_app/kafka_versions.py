@@ -2,10 +2,11 @@
 
 Contract:
 - SWITCHES names each version-governed switch as plans and the command line spell it
-  (`truncation`, `isr-update`, `isr-join`, `strict-min-isr`, `eligible-leader-replicas`,
-  `unclean-leader-election`, `isr-broker-epochs`, `pre-vote`), the processes that take it (broker,
-  controller or both) and its allowed values. Switch values are strings; booleans are
-  "true"/"false".
+  (`truncation`, `isr-update`, `isr-join`, `follower-restart`, `leader-epoch-fencing`,
+  `strict-min-isr`,
+  `eligible-leader-replicas`, `unclean-leader-election`, `isr-broker-epochs`, `pre-vote`), the
+  processes that take it (broker, controller or both) and its allowed values. Switch values
+  are strings; booleans are "true"/"false".
 - VERSIONS is the table: each row is a Kafka release, the value of EVERY switch in it, and what
   changed in it with its KIP/JIRA. A release not listed behaves like the nearest listed one
   below it; only listed releases are accepted. DEFAULT_VERSION (4.1) is today's Kafka: the
@@ -16,14 +17,13 @@ Contract:
   KIP-966's ELR is only safe because the HW waits for min.insync.replicas replicas (an ELR
   member holds everything below the HW only then). Unknown versions or values raise
   KafkaVersionError naming the known ones.
-- Not switches (always on here, whatever the version): KIP-320 leader-epoch fencing of
-  fetches, KIP-841's ISR rules, controlled shutdown on SIGTERM (controlled.shutdown.enable's
-  default since 0.8.2; broker_lifecycle.py), clients answered only after the first unfence
-  (KRaft's start-up order). The Raft vote switch (`raft-vote-log-check`) and the
-  controller activation switch (`controller-activation: on-election`, L11) are hypothetical
-  bugs, in no release, and therefore not in this table either. Consumers never read
-  past the HW in any Kafka release; `consumer-visibility: log-end` (L5) is a hypothetical
-  legacy switch and therefore not in this table.
+- Not switches (always on here, whatever the version): KIP-841's ISR rules, controlled
+  shutdown on SIGTERM (controlled.shutdown.enable's default since 0.8.2; broker_lifecycle.py),
+  clients answered only after the first unfence (KRaft's start-up order). The Raft vote switch
+  (`raft-vote-log-check`) and the controller activation switch (`controller-activation:
+  on-election`, L11) are hypothetical bugs, in no release, and therefore not in this table
+  either. Consumers never read past the HW in any Kafka release; `consumer-visibility:
+  log-end` (L5) is a hypothetical legacy switch and therefore not in this table.
 - `render_markdown()` is the table as docs/kafka-versions.md shows it (a test keeps the two
   equal).
 """
@@ -33,7 +33,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from broker_app.replication.behaviour import ISR_JOIN_MODES, ISR_UPDATE_MODES, TRUNCATION_MODES
+from broker_app.replication.behaviour import (
+    FOLLOWER_RESTART_MODES,
+    ISR_JOIN_MODES,
+    ISR_UPDATE_MODES,
+    TRUNCATION_MODES,
+)
 
 BOOL = ("true", "false")
 
@@ -58,6 +63,12 @@ SWITCHES: tuple[Switch, ...] = (
     Switch("isr-join", ("broker",), ISR_JOIN_MODES,
            "what a follower outside the ISR must reach to join: the HW and the start of the "
            "leader's epoch, or the HW alone (KAFKA-7128)"),
+    Switch("follower-restart", ("broker",), FOLLOWER_RESTART_MODES,
+           "when a follower reconciles its log again: on every new leader epoch, or only when "
+           "the leader changes (KAFKA-7164)"),
+    Switch("leader-epoch-fencing", ("broker",), BOOL,
+           "KIP-320: a follower's requests carry its leader epoch; a leader in another epoch "
+           "refuses them"),
     Switch("strict-min-isr", ("broker",), BOOL,
            "the HW advances only while the ISR has min.insync.replicas members"),
     Switch("eligible-leader-replicas", ("broker", "controller"), BOOL,
@@ -82,10 +93,14 @@ class KafkaVersion:
 
 def _row(version: str, truncation: str, isr_update: str, strict: str, elr: str, unclean: str,
          changes: str, epochs: str = "true", pre_vote: str = "false",
-         isr_join: str = "epoch-start") -> KafkaVersion:  # fmt: skip
+         isr_join: str = "epoch-start", restart: str = "epoch-change", fencing: str = "true"
+         ) -> KafkaVersion:  # fmt: skip
     # Defaulted last: `epochs` (isr-broker-epochs, KIP-903) is "false" below 3.5, `pre_vote`
-    # (KIP-996) "true" from 4.0, `isr_join` "high-watermark" below 2.1 (KAFKA-7128).
-    values = (truncation, isr_update, isr_join, strict, elr, unclean, epochs, pre_vote)
+    # (KIP-996) "true" from 4.0; below 2.1 `isr_join` is "high-watermark" (KAFKA-7128),
+    # `restart` (follower-restart) "leader-change" (KAFKA-7164), `fencing`
+    # (leader-epoch-fencing) "false" (KIP-320).
+    values = (truncation, isr_update, isr_join, restart, fencing, strict, elr, unclean, epochs,
+              pre_vote)
     return KafkaVersion(version, dict(zip(SWITCH_NAMES, values, strict=True)), changes)
 
 
@@ -93,19 +108,22 @@ VERSIONS: tuple[KafkaVersion, ...] = (
     _row("0.8", "high-watermark", "eager", "false", "false", "true",
          "0.8.2 (KAFKA-1028, KAFKA-1555): min.insync.replicas refuses acks=all appends but does "
          "not gate the HW; a follower truncates to its own HW (KAFKA-1211); unclean election "
-         "on by default", epochs="false", isr_join="high-watermark"),
+         "on by default", epochs="false", isr_join="high-watermark", restart="leader-change",
+         fencing="false"),
     _row("0.11", "kip-101", "eager", "false", "false", "false",
          "KIP-101 (KAFKA-1211): truncation by leader epoch (OffsetsForLeaderEpoch); KIP-106: "
          "unclean.leader.election.enable defaults to false", epochs="false",
-         isr_join="high-watermark"),
+         isr_join="high-watermark", restart="leader-change", fencing="false"),
     _row("2.0", "kip-279", "eager", "false", "false", "false",
          "KIP-279 (KAFKA-6361): OffsetsForLeaderEpoch answers with the leader's largest epoch "
          "<= the requested one, the follower iterates", epochs="false",
-         isr_join="high-watermark"),
+         isr_join="high-watermark", restart="leader-change", fencing="false"),
     _row("2.1", "kip-279", "eager", "false", "false", "false",
-         "KIP-320 (KAFKA-7395): the current leader epoch in fetches fences zombie replicas "
-         "(always on here, no switch); KAFKA-7128 (also 2.0.1): a follower joins the ISR only "
-         "once it reached the start of the leader's epoch, not just the HW (L15)",
+         "KIP-320 (KAFKA-7395): the current leader epoch in fetches fences zombie replicas; "
+         "KAFKA-7128 (also 2.0.1): a follower joins the ISR only "
+         "once it reached the start of the leader's epoch, not just the HW (L15); KAFKA-7164 "
+         "(also 2.0.1): a follower that missed an epoch of the same leader reconciles its log "
+         "again (L16)",
          epochs="false"),
     _row("2.7", "kip-279", "maximal", "false", "false", "false",
          "KIP-497 (KAFKA-8836): AlterIsr, the leader counts the maximal ISR; KIP-595 adds "

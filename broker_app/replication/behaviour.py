@@ -13,11 +13,13 @@ from typing import Literal
 Truncation = Literal["high-watermark", "kip-101", "kip-279", "diverging-epoch"]
 IsrUpdate = Literal["maximal", "eager"]
 IsrJoin = Literal["epoch-start", "high-watermark"]
+FollowerRestart = Literal["epoch-change", "leader-change"]
 ConsumerVisibility = Literal["high-watermark", "log-end"]
 
 TRUNCATION_MODES: tuple[str, ...] = ("high-watermark", "kip-101", "kip-279", "diverging-epoch")
 ISR_UPDATE_MODES: tuple[str, ...] = ("maximal", "eager")
 ISR_JOIN_MODES: tuple[str, ...] = ("epoch-start", "high-watermark")
+FOLLOWER_RESTART_MODES: tuple[str, ...] = ("epoch-change", "leader-change")
 CONSUMER_VISIBILITY_MODES: tuple[str, ...] = ("high-watermark", "log-end")
 
 
@@ -58,6 +60,25 @@ class ReplicationBehaviour:
     rest. Exists for L15.
     """
 
+    follower_restart: FollowerRestart = "epoch-change"
+    """When a follower that learns a new leader epoch restarts its fetcher (and reconciles
+    its log with the leader again).
+
+    "epoch-change" (default): on every new leader epoch, as KRaft brokers do
+    (Partition.makeFollower's isNewLeaderEpoch). Kafka 2.0.1-2.x (KAFKA-7164) skipped it
+    only when the leader is the same and the epoch just one higher (no epoch was missed);
+    ours restarts then too, which changes nothing: that leader's log was not truncated.
+    "leader-change": legacy (Kafka 2.0 and before): only when the leader changes, so a
+    follower that missed an epoch (the same leader again, two epochs later) keeps a tail
+    that leader truncated meanwhile. Exists for L16.
+    """
+
+    leader_epoch_fencing: bool = True
+    """KIP-320 (Kafka 2.1, KAFKA-7395): a follower's Fetch, OffsetForLeaderEpoch and
+    ListOffsets carry the leader epoch it follows, and a leader in another epoch refuses them
+    (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). False: they carry none (-1), as before 2.1,
+    and any leader serves them."""
+
     consumer_visibility: ConsumerVisibility = "high-watermark"
     """How far consumers may read. "log-end" serves uncommitted data (legacy, L5)."""
 
@@ -88,6 +109,7 @@ class ReplicationBehaviour:
             ("truncation", self.truncation, TRUNCATION_MODES),
             ("isr_update", self.isr_update, ISR_UPDATE_MODES),
             ("isr_join", self.isr_join, ISR_JOIN_MODES),
+            ("follower_restart", self.follower_restart, FOLLOWER_RESTART_MODES),
             ("consumer_visibility", self.consumer_visibility, CONSUMER_VISIBILITY_MODES),
         )
         for name, value, allowed in checks:
@@ -96,7 +118,7 @@ class ReplicationBehaviour:
                     f"ReplicationBehaviour.{name}={value!r} is not one of {', '.join(allowed)}"
                 )
         for name in ("strict_min_isr", "unclean_leader_election", "eligible_leader_replicas",
-                     "isr_broker_epochs"):
+                     "isr_broker_epochs", "leader_epoch_fencing"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"ReplicationBehaviour.{name} must be a bool")
         if self.eligible_leader_replicas and not self.strict_min_isr:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from broker_app.replication.errors import Errors, InvalidStateError
 from broker_app.replication.messages import (
+    NO_CURRENT_LEADER_EPOCH,
     UNDEFINED_EPOCH,
     UNDEFINED_EPOCH_OFFSET,
     EpochEndOffset,
@@ -84,6 +85,12 @@ class ReplicaFetcherState:
             f"epoch={self.leader_epoch} {self.state} leo={self.log.log_end_offset})"
         )
 
+    @property
+    def _current_leader_epoch(self) -> int:
+        """The epoch this follower's requests carry (KIP-320), or none before Kafka 2.1."""
+        return self.leader_epoch if self.behaviour.leader_epoch_fencing else \
+            NO_CURRENT_LEADER_EPOCH
+
     # --- truncation ------------------------------------------------------------------------
 
     def build_offset_for_leader_epoch(self) -> OffsetForLeaderEpochRequestData:
@@ -91,7 +98,7 @@ class ReplicaFetcherState:
         latest = self.log.latest_epoch
         return OffsetForLeaderEpochRequestData(
             replica_id=self.replica_id,
-            current_leader_epoch=self.leader_epoch,
+            current_leader_epoch=self._current_leader_epoch,
             leader_epoch=UNDEFINED_EPOCH if latest is None else latest,
         )
 
@@ -151,7 +158,7 @@ class ReplicaFetcherState:
         return FetchRequestData(
             replica_id=self.replica_id,
             fetch_offset=self.log.log_end_offset,
-            current_leader_epoch=self.leader_epoch,
+            current_leader_epoch=self._current_leader_epoch,
             log_start_offset=self.log.log_start_offset,
             max_bytes=self.max_bytes,
             last_fetched_epoch=last_fetched_epoch,
@@ -215,7 +222,7 @@ class ReplicaFetcherState:
         self._require(OUT_OF_RANGE)
         return ListOffsetsRequestData(
             replica_id=self.replica_id,
-            current_leader_epoch=self.leader_epoch,
+            current_leader_epoch=self._current_leader_epoch,
             timestamp=self._list_offsets_timestamp,
         )
 

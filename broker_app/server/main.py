@@ -38,6 +38,7 @@ from broker_app.kafka_versions import (
 )
 from broker_app.replication.behaviour import (
     CONSUMER_VISIBILITY_MODES,
+    FOLLOWER_RESTART_MODES,
     ISR_JOIN_MODES,
     ISR_UPDATE_MODES,
     TRUNCATION_MODES,
@@ -82,6 +83,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--isr-update", choices=ISR_UPDATE_MODES, default=None)
     cluster.add_argument("--isr-join", choices=ISR_JOIN_MODES, default=None,
                          help="what a follower must reach to join the ISR (KAFKA-7128)")
+    cluster.add_argument("--follower-restart", choices=FOLLOWER_RESTART_MODES, default=None,
+                         help="when a follower reconciles its log again (KAFKA-7164)")
+    cluster.add_argument("--leader-epoch-fencing", action=argparse.BooleanOptionalAction,
+                         default=None, help="KIP-320: follower requests carry the leader epoch")
     cluster.add_argument("--consumer-visibility", choices=CONSUMER_VISIBILITY_MODES,
                          default="high-watermark")
     cluster.add_argument("--strict-min-isr", action=argparse.BooleanOptionalAction, default=None)
@@ -114,6 +119,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     flush = args.flush or ("every-batch" if args.flush_every_batch else "never")
     sw = resolve(args.kafka_version, {
         "truncation": args.truncation, "isr-update": args.isr_update, "isr-join": args.isr_join,
+        "follower-restart": args.follower_restart,
+        "leader-epoch-fencing": bool_text(args.leader_epoch_fencing),
         "strict-min-isr": bool_text(args.strict_min_isr),
         "eligible-leader-replicas": bool_text(args.eligible_leader_replicas),
         "isr-broker-epochs": bool_text(args.isr_broker_epochs),
@@ -130,6 +137,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
             truncation=sw["truncation"],  # type: ignore[arg-type]
             isr_update=sw["isr-update"],  # type: ignore[arg-type]
             isr_join=sw["isr-join"],  # type: ignore[arg-type]
+            follower_restart=sw["follower-restart"],  # type: ignore[arg-type]
+            leader_epoch_fencing=as_bool(sw["leader-epoch-fencing"]),
             consumer_visibility=args.consumer_visibility,
             strict_min_isr=as_bool(sw["strict-min-isr"]),
             eligible_leader_replicas=as_bool(sw["eligible-leader-replicas"]),

@@ -51,7 +51,9 @@ an invariant that is not enforced is still recorded, with enforced=False, and re
   leader epoch that reconciles logs (`kip-279` or `diverging-epoch`; `high-watermark`, L1/L2,
   and `kip-101`, the fast double failover, leave a follower with another batch below the
   HW), the maximal ISR (`isr-update: eager`, L6/L9, counts a shrink before it is committed),
-  KIP-903's broker epochs (`isr-broker-epochs: false`, L12, re-admits an emptied replica), no
+  KIP-903's broker epochs (`isr-broker-epochs: false`, L12, re-admits an emptied replica),
+  KIP-320's fencing and KAFKA-7164's restart on every epoch (`leader-epoch-fencing: false`,
+  `follower-restart: leader-change`, L16: a follower keeps a tail its leader truncated), no
   unclean leader election (L4: the new leader's log is short and the others truncate to it),
   and neither controller bug switch (a replica outside the real ISR may be elected).
   `strict-min-isr` and the ELR do not matter to it: a lone ISR member holds what its HW
@@ -140,6 +142,9 @@ def enforced_invariants(behaviour: ReplicationBehaviour, controller: Any
         isr = f"isr-update {behaviour.isr_update} counts an uncommitted shrink"
     elif not behaviour.isr_broker_epochs or not getattr(controller, "isr_broker_epochs", True):
         isr = "isr-broker-epochs false (pre-KIP-903) can re-admit an emptied replica"
+    elif not behaviour.leader_epoch_fencing or behaviour.follower_restart != "epoch-change":
+        isr = ("leader-epoch-fencing false or follower-restart leader-change (before Kafka 2.1) "
+               "can leave a follower with a tail its leader truncated")
     elif getattr(controller, "unclean_leader_election", False):
         isr = "unclean-leader-election elects a replica outside the ISR"
     elif controller_bug is not None:

@@ -217,3 +217,40 @@ def test_stale_epoch_at_the_log_end_is_dropped_and_the_next_fetch_progresses(
     assert values(b.log) == ["m0", "m1"]
     cluster.fetch_round(B)
     assert cluster.leader.high_watermark == 2  # B's fetch at 2 lets A commit m1
+
+
+def _kafka_7164(cluster: Cluster) -> list[str]:
+    """KAFKA-7164's interleaving: A leads (epoch 0) and F alone gets m2; A hands over to B
+    (epoch 1) and truncates m2 as B's follower while B writes m3 at that offset; F never
+    learns of epoch 1 and sees A lead again at epoch 2. Returns F's log after it fetched."""
+    A, B, F = 1, 2, 3
+    cluster.elect(A, isr=[A, B, F])
+    cluster.produce(["m0", "m1"])
+    cluster.replicate(B, F, rounds=2)
+    cluster.produce(["m2"])
+    cluster.replicate(F, rounds=2)  # B never fetches it
+    cluster.elect(B, isr=[A, B], followers=[A])  # F misses this epoch
+    cluster.replicate(A, rounds=1)
+    assert values(cluster.brokers[A].log) == ["m0", "m1"]
+    cluster.produce(["m3"])
+    cluster.replicate(A, rounds=2)
+    cluster.elect(A, isr=[A, B, F], followers=[B, F])
+    cluster.produce(["m4"])
+    cluster.replicate(F, rounds=2)
+    return values(cluster.brokers[F].log)
+
+
+def test_kafka_7164_legacy_follower_keeps_the_tail_its_leader_truncated(make_cluster) -> None:
+    """Kafka 2.0 (follower-restart leader-change): the same leader two epochs later is no
+    change to F, so F never reconciles: it keeps m2 where A now has m3 (L16)."""
+    cluster = make_cluster([1, 2, 3], truncation="kip-279", follower_restart="leader-change",
+                           leader_epoch_fencing=False)
+    assert _kafka_7164(cluster) == ["m0", "m1", "m2", "m4"]
+    assert values(cluster.brokers[1].log) == ["m0", "m1", "m3", "m4"]
+
+
+@pytest.mark.parametrize("truncation", ["kip-279", "diverging-epoch"])
+def test_kafka_7164_fixed_follower_reconciles_on_every_new_epoch(make_cluster,
+                                                                  truncation) -> None:  # fmt: skip
+    cluster = make_cluster([1, 2, 3], truncation=truncation)
+    assert _kafka_7164(cluster) == ["m0", "m1", "m3", "m4"]
