@@ -88,8 +88,8 @@ class ReplicaFetcherState:
     @property
     def _current_leader_epoch(self) -> int:
         """The epoch this follower's requests carry (KIP-320), or none before Kafka 2.1."""
-        return self.leader_epoch if self.behaviour.leader_epoch_fencing else \
-            NO_CURRENT_LEADER_EPOCH
+        fencing = self.behaviour.leader_epoch_fencing
+        return self.leader_epoch if fencing else NO_CURRENT_LEADER_EPOCH
 
     # --- truncation ------------------------------------------------------------------------
 

@@ -251,8 +251,8 @@ class Partition:
             return False
         # KAFKA-7164: a legacy follower (follower_restart "leader-change") ignores a new epoch
         # of the same leader, even one that skipped an epoch it never saw.
-        new_epoch = leader_epoch > self.leader_epoch and self.behaviour.follower_restart == \
-            "epoch-change"
+        new_epoch = (leader_epoch > self.leader_epoch
+                     and self.behaviour.follower_restart == "epoch-change")
         restart = new_epoch or self.role != "follower" or leader_id != self.leader_id
         self.role = "follower"
         self.leader_id = leader_id
