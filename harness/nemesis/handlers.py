@@ -403,19 +403,32 @@ def elect_preferred(bootstrap: str, partitions: Sequence[str] = (), timeout_s: f
     """ElectLeaders (preferred) through the client proxies; every partition when none given."""
     from confluent_kafka import ElectionType, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
     from harness.client import LIBRDKAFKA_LOG
     from harness.workload import parse_partition
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG})
     tps = [TopicPartition(*parse_partition(p)) for p in partitions] or None
-    # No request_timeout/operation_timeout: confluent-kafka 2.16.1's elect_leaders raises
-    # SystemError ("more argument specifiers than keyword list entries") on either; the
-    # future's own timeout bounds the wait.
-    fut = admin.elect_leaders(ElectionType.PREFERRED, tps)
-    try:
-        fut.result(timeout=timeout_s)
-    except KafkaException as exc:
-        # ELECTION_NOT_NEEDED: the preferred replica already leads; that is not a failure.
-        if "ELECTION_NOT_NEEDED" not in str(exc):
-            raise
+
+    def transient(exc: BaseException) -> bool:
+        # The client sends ElectLeaders to a random live broker (Metadata's controller_id, as
+        # KRaft brokers answer it), which forwards it; one cut off from the controllers never
+        # answers. Another attempt usually lands on another broker.
+        return isinstance(exc, KafkaException) and ("_TRANSPORT" in str(exc)
+                                                    or "TIMED_OUT" in str(exc))
+
+    for attempt in Retrying(stop=stop_after_attempt(3), retry=retry_if_exception(transient),
+                            reraise=True):
+        with attempt:
+            # No request_timeout/operation_timeout: confluent-kafka 2.16.1's elect_leaders
+            # raises SystemError ("more argument specifiers than keyword list entries") on
+            # either; the future's own timeout bounds the wait.
+            fut = admin.elect_leaders(ElectionType.PREFERRED, tps)
+            try:
+                fut.result(timeout=timeout_s)
+            except KafkaException as exc:
+                # ELECTION_NOT_NEEDED: the preferred replica already leads (or an attempt
+                # whose answer was lost did it): not a failure.
+                if "ELECTION_NOT_NEEDED" not in str(exc):
+                    raise
