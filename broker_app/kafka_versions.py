@@ -3,10 +3,9 @@
 Contract:
 - SWITCHES names each version-governed switch as plans and the command line spell it
   (`truncation`, `isr-update`, `isr-join`, `follower-restart`, `leader-epoch-fencing`,
-  `strict-min-isr`,
-  `eligible-leader-replicas`, `unclean-leader-election`, `isr-broker-epochs`, `pre-vote`), the
-  processes that take it (broker, controller or both) and its allowed values. Switch values
-  are strings; booleans are "true"/"false".
+  `strict-min-isr`, `eligible-leader-replicas`, `unclean-leader-election`, `isr-broker-epochs`,
+  `pre-vote`), the processes that take it (broker, controller or both) and its allowed values.
+  Switch values are strings; booleans are "true"/"false".
 - VERSIONS is the table: each row is a Kafka release, the value of EVERY switch in it, and what
   changed in it with its KIP/JIRA. A release not listed behaves like the nearest listed one
   below it; only listed releases are accepted. DEFAULT_VERSION (4.1) is today's Kafka: the

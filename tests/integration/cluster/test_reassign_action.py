@@ -15,9 +15,13 @@ from .conftest import Cluster
 from .helpers import create_topic, wait_until
 
 
-def _replicas(bootstrap: str, topic: str, partition: int) -> list[int]:
+def _partition(bootstrap: str, topic: str, partition: int = 0):  # PartitionMetadata
     md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
-    return list(md.topics[topic].partitions[partition].replicas)
+    return md.topics[topic].partitions[partition]
+
+
+def _replicas(bootstrap: str, topic: str, partition: int) -> list[int]:
+    return list(_partition(bootstrap, topic, partition).replicas)
 
 
 def test_reassign_moves_replicas_to_the_named_brokers(cluster: Cluster) -> None:
@@ -61,10 +65,8 @@ def test_elect_preferred_gives_the_leadership_back(cluster: Cluster) -> None:
 
 
 def _leader(cluster: Cluster, topic: str) -> int:
-    md = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=10)
-    return md.topics[topic].partitions[0].leader
+    return _partition(cluster.bootstrap, topic).leader
 
 
 def _isr(cluster: Cluster, topic: str) -> list[int]:
-    md = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=10)
-    return list(md.topics[topic].partitions[0].isrs)
+    return list(_partition(cluster.bootstrap, topic).isrs)
