@@ -2,10 +2,12 @@
 
 Contract:
 - SWITCHES names each version-governed switch as plans and the command line spell it
-  (`truncation`, `isr-update`, `isr-join`, `follower-restart`, `leader-epoch-fencing`,
-  `strict-min-isr`, `eligible-leader-replicas`, `unclean-leader-election`, `isr-broker-epochs`,
-  `pre-vote`), the processes that take it (broker, controller or both) and its allowed values.
-  Switch values are strings; booleans are "true"/"false".
+  (`truncation`, `isr-update`, `isr-join`, `follower-restart`, `diverging-fetch-state`,
+  `leader-epoch-fencing`, `strict-min-isr`, `eligible-leader-replicas`,
+  `unclean-leader-election`, `isr-broker-epochs`, `pre-vote`), the processes that take it
+  (broker, controller or both) and its allowed values. Switch values are strings; booleans
+  are "true"/"false". add_switch_arguments gives each process one flag per switch it takes,
+  switch_fields turns the flags into its config fields.
 - VERSIONS is the table: each row is a Kafka release, the value of EVERY switch in it, and what
   changed in it with its KIP/JIRA. A release not listed behaves like the nearest listed one
   below it; only listed releases are accepted. DEFAULT_VERSION (4.1) is today's Kafka: the
@@ -31,8 +33,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from broker_app.replication.behaviour import (
+    DIVERGING_FETCH_STATE_MODES,
     FOLLOWER_RESTART_MODES,
     ISR_JOIN_MODES,
     ISR_UPDATE_MODES,
@@ -65,6 +69,9 @@ SWITCHES: tuple[Switch, ...] = (
     Switch("follower-restart", ("broker",), FOLLOWER_RESTART_MODES,
            "when a follower reconciles its log again: on every new leader epoch, or only when "
            "the leader changes (KAFKA-7164)"),
+    Switch("diverging-fetch-state", ("broker",), DIVERGING_FETCH_STATE_MODES,
+           "what a leader records of a follower whose fetch it answers with DivergingEpoch: "
+           "nothing, or the fetch offset as its log end (KAFKA-13141)"),
     Switch("leader-epoch-fencing", ("broker",), BOOL,
            "KIP-320: a follower's requests carry its leader epoch; a leader in another epoch "
            "refuses them"),
@@ -92,14 +99,15 @@ class KafkaVersion:
 
 def _row(version: str, truncation: str, isr_update: str, strict: str, elr: str, unclean: str,
          changes: str, epochs: str = "true", pre_vote: str = "false",
-         isr_join: str = "epoch-start", restart: str = "epoch-change", fencing: str = "true"
-         ) -> KafkaVersion:  # fmt: skip
+         isr_join: str = "epoch-start", restart: str = "epoch-change", fencing: str = "true",
+         diverging: str = "skip") -> KafkaVersion:  # fmt: skip
     # Defaulted last: `epochs` (isr-broker-epochs, KIP-903) is "false" below 3.5, `pre_vote`
     # (KIP-996) "true" from 4.0; below 2.1 `isr_join` is "high-watermark" (KAFKA-7128),
     # `restart` (follower-restart) "leader-change" (KAFKA-7164), `fencing`
-    # (leader-epoch-fencing) "false" (KIP-320).
-    values = (truncation, isr_update, isr_join, restart, fencing, strict, elr, unclean, epochs,
-              pre_vote)
+    # (leader-epoch-fencing) "false" (KIP-320); below 3.0 `diverging`
+    # (diverging-fetch-state) "update" (KAFKA-13141).
+    values = (truncation, isr_update, isr_join, restart, diverging, fencing, strict, elr,
+              unclean, epochs, pre_vote)
     return KafkaVersion(version, dict(zip(SWITCH_NAMES, values, strict=True)), changes)
 
 
@@ -108,28 +116,35 @@ VERSIONS: tuple[KafkaVersion, ...] = (
          "0.8.2 (KAFKA-1028, KAFKA-1555): min.insync.replicas refuses acks=all appends but does "
          "not gate the HW; a follower truncates to its own HW (KAFKA-1211); unclean election "
          "on by default", epochs="false", isr_join="high-watermark", restart="leader-change",
-         fencing="false"),
+         fencing="false", diverging="update"),
     _row("0.11", "kip-101", "eager", "false", "false", "false",
          "KIP-101 (KAFKA-1211): truncation by leader epoch (OffsetsForLeaderEpoch); KIP-106: "
          "unclean.leader.election.enable defaults to false", epochs="false",
-         isr_join="high-watermark", restart="leader-change", fencing="false"),
+         isr_join="high-watermark", restart="leader-change", fencing="false",
+         diverging="update"),
     _row("2.0", "kip-279", "eager", "false", "false", "false",
          "KIP-279 (KAFKA-6361): OffsetsForLeaderEpoch answers with the leader's largest epoch "
          "<= the requested one, the follower iterates", epochs="false",
-         isr_join="high-watermark", restart="leader-change", fencing="false"),
+         isr_join="high-watermark", restart="leader-change", fencing="false",
+         diverging="update"),
     _row("2.1", "kip-279", "eager", "false", "false", "false",
          "KIP-320 (KAFKA-7395): the current leader epoch in fetches fences zombie replicas; "
          "KAFKA-7128 (also 2.0.1): a follower joins the ISR only "
          "once it reached the start of the leader's epoch, not just the HW (L15); KAFKA-7164 "
          "(also 2.0.1): a follower that missed an epoch of the same leader reconciles its log "
          "again (L16)",
-         epochs="false"),
+         epochs="false", diverging="update"),
     _row("2.7", "kip-279", "maximal", "false", "false", "false",
          "KIP-497 (KAFKA-8836): AlterIsr, the leader counts the maximal ISR; KIP-595 adds "
-         "Fetch v12 LastFetchedEpoch/DivergingEpoch (used by KRaft only)", epochs="false"),
+         "Fetch v12 LastFetchedEpoch/DivergingEpoch (used by KRaft only)", epochs="false",
+         diverging="update"),
     _row("2.8", "diverging-epoch", "maximal", "false", "false", "false",
          "KAFKA-10554: the replica fetcher truncates from the Fetch response's DivergingEpoch "
-         "instead of OffsetsForLeaderEpoch round trips", epochs="false"),
+         "instead of OffsetsForLeaderEpoch round trips", epochs="false", diverging="update"),
+    _row("3.0", "diverging-epoch", "maximal", "false", "false", "false",
+         "KAFKA-13141 (also 2.7.2, 2.8.1): a leader answering a follower's fetch with "
+         "DivergingEpoch no longer records its fetch offset as the follower's log end, which "
+         "let the HW pass offsets the follower held other batches at (L17)", epochs="false"),
     _row("3.3", "diverging-epoch", "maximal", "false", "false", "false",
          "KIP-841 (KAFKA-13916): fenced or shutting-down replicas stay out of the ISR, the "
          "last member is kept (always on here, no switch)", epochs="false"),
@@ -208,6 +223,36 @@ def as_bool(value: str) -> bool:
 def bool_text(value: bool | None) -> str | None:
     """An optional command-line boolean as a switch value (None: not given)."""
     return None if value is None else ("true" if value else "false")
+
+
+def add_switch_arguments(parser: Any, process: str) -> None:
+    """One flag per switch `process` takes ("broker" or "controller"), named as the switch:
+    `--NAME VALUE`, or `--NAME` / `--no-NAME` for a boolean. Each defaults to None: the
+    --kafka-version preset decides what is not given."""
+    import argparse
+
+    for s in SWITCHES:
+        if process not in s.processes:
+            continue
+        if s.choices == BOOL:
+            parser.add_argument(f"--{s.name}", action=argparse.BooleanOptionalAction,
+                                default=None, help=s.doc)
+        else:
+            parser.add_argument(f"--{s.name}", choices=s.choices, default=None, help=s.doc)
+
+
+def switch_fields(args: Any, process: str) -> dict[str, str | bool]:
+    """The switches `process` takes, resolved from `args.kafka_version` and the flags of
+    add_switch_arguments, keyed by config field name (`isr-join` -> `isr_join`), booleans as
+    bool. KafkaVersionError for a refused combination."""
+    mine = [s for s in SWITCHES if process in s.processes]
+    explicit = {}
+    for s in mine:
+        given = getattr(args, s.name.replace("-", "_"))
+        explicit[s.name] = bool_text(given) if s.choices == BOOL else given
+    resolved = resolve(args.kafka_version, explicit)
+    return {s.name.replace("-", "_"): as_bool(resolved[s.name]) if s.choices == BOOL
+            else resolved[s.name] for s in mine}
 
 
 def kafka_version_arg(value: str) -> str:

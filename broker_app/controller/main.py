@@ -18,10 +18,10 @@ from pathlib import Path
 from broker_app import settings
 from broker_app.kafka_versions import (
     DEFAULT_VERSION,
-    as_bool,
+    add_switch_arguments,
     bool_text,
     kafka_version_arg,
-    resolve,
+    switch_fields,
 )
 
 from .config import ControllerConfig
@@ -43,15 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kafka-version", type=kafka_version_arg, default=None,
                         help="behaviour preset of this Kafka release (docs/kafka-versions.md; "
                              f"default {DEFAULT_VERSION}); the switches below override one field")
-    parser.add_argument("--unclean-leader-election", action=argparse.BooleanOptionalAction,
-                        default=None, help="cluster default of unclean.leader.election.enable")
-    parser.add_argument("--eligible-leader-replicas", action=argparse.BooleanOptionalAction,
-                        default=None, help="KIP-966 eligible leader replicas")
-    parser.add_argument("--isr-broker-epochs", action=argparse.BooleanOptionalAction,
-                        default=None, help="KIP-903: refuse ISR members with a stale broker "
-                                           "epoch in AlterPartition (Kafka >= 3.5)")
-    parser.add_argument("--pre-vote", action=argparse.BooleanOptionalAction, default=None,
-                        help="KIP-996 pre-vote in the controller quorum (Kafka >= 4.0)")
+    add_switch_arguments(parser, "controller")
     parser.add_argument("--raft-vote-log-check", choices=("strict", "none"), default="strict",
                         help="strict: Raft's vote rule (grant only to an up-to-date log); "
                              "none: hypothetical bug switch, grant without the log check")
@@ -73,20 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> ControllerConfig:
     """The ControllerConfig of these arguments (the simulator builds its controller with it);
     ValueError (KafkaVersionError) for a refused switch combination."""
-    sw = resolve(args.kafka_version, {
-        "unclean-leader-election": bool_text(args.unclean_leader_election),
-        "eligible-leader-replicas": bool_text(args.eligible_leader_replicas),
-        "isr-broker-epochs": bool_text(args.isr_broker_epochs),
-        "pre-vote": bool_text(args.pre_vote),
-    })  # fmt: skip
     return ControllerConfig(
         **settings.values(args, "controller"),
-        unclean_leader_election=as_bool(sw["unclean-leader-election"]),
-        eligible_leader_replicas=as_bool(sw["eligible-leader-replicas"]),
-        isr_broker_epochs=as_bool(sw["isr-broker-epochs"]),
+        **switch_fields(args, "controller"),  # type: ignore[arg-type]
         raft_vote_log_check=args.raft_vote_log_check == "strict",
         activate_caught_up=args.controller_activation == "caught-up",
-        pre_vote=as_bool(sw["pre-vote"]),
     )
 
 

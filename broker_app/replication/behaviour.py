@@ -14,12 +14,14 @@ Truncation = Literal["high-watermark", "kip-101", "kip-279", "diverging-epoch"]
 IsrUpdate = Literal["maximal", "eager"]
 IsrJoin = Literal["epoch-start", "high-watermark"]
 FollowerRestart = Literal["epoch-change", "leader-change"]
+DivergingFetchState = Literal["skip", "update"]
 ConsumerVisibility = Literal["high-watermark", "log-end"]
 
 TRUNCATION_MODES: tuple[str, ...] = ("high-watermark", "kip-101", "kip-279", "diverging-epoch")
 ISR_UPDATE_MODES: tuple[str, ...] = ("maximal", "eager")
 ISR_JOIN_MODES: tuple[str, ...] = ("epoch-start", "high-watermark")
 FOLLOWER_RESTART_MODES: tuple[str, ...] = ("epoch-change", "leader-change")
+DIVERGING_FETCH_STATE_MODES: tuple[str, ...] = ("skip", "update")
 CONSUMER_VISIBILITY_MODES: tuple[str, ...] = ("high-watermark", "log-end")
 
 
@@ -73,6 +75,17 @@ class ReplicationBehaviour:
     that leader truncated meanwhile. Exists for L16.
     """
 
+    diverging_fetch_state: DivergingFetchState = "skip"
+    """What a leader records of a follower whose fetch it answers with DivergingEpoch.
+
+    "skip" (default, Kafka 3.0, 2.8.1 and 2.7.2, KAFKA-13141): nothing; the follower's
+    position is what its next fetch, after it truncated, says.
+    "update": legacy (Kafka 2.8.0, whose replica fetchers first sent LastFetchedEpoch,
+    KAFKA-10554): the fetch offset is recorded as the follower's log end, although the
+    follower holds other batches below it; the HW can pass offsets the follower does not
+    have. Matters only with truncation "diverging-epoch". Exists for L17.
+    """
+
     leader_epoch_fencing: bool = True
     """KIP-320 (Kafka 2.1, KAFKA-7395): a follower's Fetch, OffsetForLeaderEpoch and
     ListOffsets carry the leader epoch it follows, and a leader in another epoch refuses them
@@ -110,6 +123,7 @@ class ReplicationBehaviour:
             ("isr_update", self.isr_update, ISR_UPDATE_MODES),
             ("isr_join", self.isr_join, ISR_JOIN_MODES),
             ("follower_restart", self.follower_restart, FOLLOWER_RESTART_MODES),
+            ("diverging_fetch_state", self.diverging_fetch_state, DIVERGING_FETCH_STATE_MODES),
             ("consumer_visibility", self.consumer_visibility, CONSUMER_VISIBILITY_MODES),
         )
         for name, value, allowed in checks:

@@ -396,7 +396,8 @@ class Partition:
         self, request: FetchRequestData, now_ms: int
     ) -> tuple[FetchPartitionResult, FollowerFetchUpdate]:
         """Answer one replica fetch as Kafka does: read first (the response carries the HW as it
-        was before this fetch), then record the follower's position unless it diverged."""
+        was before this fetch), then record the follower's position unless the read failed or
+        it diverged (diverging_fetch_state "skip")."""
         no_update = FollowerFetchUpdate(hw_advanced=False, alter_partition=None)
         if self.is_leader and request.replica_id not in self.remote_replicas:
             # Kafka answers a fetch from a broker outside the assignment this way too.
@@ -409,7 +410,12 @@ class Partition:
             current_leader_epoch=request.current_leader_epoch,
             min_one_batch=request.min_one_batch,
         )
-        if result.error != Errors.NONE or result.diverging_epoch is not None:
+        if result.error != Errors.NONE:
+            return result, no_update
+        if result.diverging_epoch is not None and self.behaviour.diverging_fetch_state == "skip":
+            # KAFKA-13141: the follower holds other batches below its fetch offset; its next
+            # fetch, after it truncated, says where it is. Kafka 2.8.0 ("update") recorded the
+            # fetch offset anyway.
             return result, no_update
         update = self.update_follower_fetch_state(
             request.replica_id, request.fetch_offset, now_ms, request.log_start_offset,

@@ -31,17 +31,12 @@ from broker_app.aio import cancel_and_wait
 from broker_app.config import FLUSH_POLICIES, BrokerConfig
 from broker_app.kafka_versions import (
     DEFAULT_VERSION,
-    as_bool,
-    bool_text,
+    add_switch_arguments,
     kafka_version_arg,
-    resolve,
+    switch_fields,
 )
 from broker_app.replication.behaviour import (
     CONSUMER_VISIBILITY_MODES,
-    FOLLOWER_RESTART_MODES,
-    ISR_JOIN_MODES,
-    ISR_UPDATE_MODES,
-    TRUNCATION_MODES,
     ReplicationBehaviour,
 )
 from broker_app.server.liveness import LoopLag, ShutdownGuard, run_lag_monitor
@@ -79,22 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--kafka-version", type=kafka_version_arg, default=None,
                          help="behaviour preset of this Kafka release (docs/kafka-versions.md; "
                               f"default {DEFAULT_VERSION}); the switches below override one field")
-    cluster.add_argument("--truncation", choices=TRUNCATION_MODES, default=None)
-    cluster.add_argument("--isr-update", choices=ISR_UPDATE_MODES, default=None)
-    cluster.add_argument("--isr-join", choices=ISR_JOIN_MODES, default=None,
-                         help="what a follower must reach to join the ISR (KAFKA-7128)")
-    cluster.add_argument("--follower-restart", choices=FOLLOWER_RESTART_MODES, default=None,
-                         help="when a follower reconciles its log again (KAFKA-7164)")
-    cluster.add_argument("--leader-epoch-fencing", action=argparse.BooleanOptionalAction,
-                         default=None, help="KIP-320: follower requests carry the leader epoch")
+    add_switch_arguments(cluster, "broker")
     cluster.add_argument("--consumer-visibility", choices=CONSUMER_VISIBILITY_MODES,
-                         default="high-watermark")
-    cluster.add_argument("--strict-min-isr", action=argparse.BooleanOptionalAction, default=None)
-    cluster.add_argument("--eligible-leader-replicas", action=argparse.BooleanOptionalAction,
-                         default=None, help="KIP-966 ELR (needs --strict-min-isr)")
-    cluster.add_argument("--isr-broker-epochs", action=argparse.BooleanOptionalAction,
-                         default=None, help="KIP-903: ISR proposals carry members' broker "
-                                            "epochs (AlterPartition v3, Kafka >= 3.5)")
+                         default="high-watermark",
+                         help="log-end: a hypothetical legacy switch serving consumers past "
+                              "the HW (L5), in no Kafka release")
 
 
 def _host_port(value: str) -> tuple[str, int]:
@@ -117,14 +101,6 @@ def _peer(value: str) -> tuple[int, tuple[str, int]]:
 
 def config_from_args(args: argparse.Namespace) -> BrokerConfig:
     flush = args.flush or ("every-batch" if args.flush_every_batch else "never")
-    sw = resolve(args.kafka_version, {
-        "truncation": args.truncation, "isr-update": args.isr_update, "isr-join": args.isr_join,
-        "follower-restart": args.follower_restart,
-        "leader-epoch-fencing": bool_text(args.leader_epoch_fencing),
-        "strict-min-isr": bool_text(args.strict_min_isr),
-        "eligible-leader-replicas": bool_text(args.eligible_leader_replicas),
-        "isr-broker-epochs": bool_text(args.isr_broker_epochs),
-    })  # fmt: skip
     return BrokerConfig(
         **{**settings.values(args), "broker_rack": args.broker_rack or None},
         flush=flush,
@@ -134,15 +110,8 @@ def config_from_args(args: argparse.Namespace) -> BrokerConfig:
         controller_bootstrap=args.controller_quorum_bootstrap_servers,
         peer_addresses=dict(args.peer_address),
         behaviour=ReplicationBehaviour(
-            truncation=sw["truncation"],  # type: ignore[arg-type]
-            isr_update=sw["isr-update"],  # type: ignore[arg-type]
-            isr_join=sw["isr-join"],  # type: ignore[arg-type]
-            follower_restart=sw["follower-restart"],  # type: ignore[arg-type]
-            leader_epoch_fencing=as_bool(sw["leader-epoch-fencing"]),
+            **switch_fields(args, "broker"),  # type: ignore[arg-type]
             consumer_visibility=args.consumer_visibility,
-            strict_min_isr=as_bool(sw["strict-min-isr"]),
-            eligible_leader_replicas=as_bool(sw["eligible-leader-replicas"]),
-            isr_broker_epochs=as_bool(sw["isr-broker-epochs"]),
         ),
     )
 

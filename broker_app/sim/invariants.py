@@ -53,7 +53,9 @@ an invariant that is not enforced is still recorded, with enforced=False, and re
   HW), the maximal ISR (`isr-update: eager`, L6/L9, counts a shrink before it is committed),
   KIP-903's broker epochs (`isr-broker-epochs: false`, L12, re-admits an emptied replica),
   KIP-320's fencing and KAFKA-7164's restart on every epoch (`leader-epoch-fencing: false`,
-  `follower-restart: leader-change`, L16: a follower keeps a tail its leader truncated), no
+  `follower-restart: leader-change`, L16: a follower keeps a tail its leader truncated),
+  KAFKA-13141's fix (`diverging-fetch-state: update` with `diverging-epoch` truncation, L17:
+  the leader counts a diverged follower's fetch offset for the HW), no
   unclean leader election (L4: the new leader's log is short and the others truncate to it),
   and neither controller bug switch (a replica outside the real ISR may be elected).
   `strict-min-isr` and the ELR do not matter to it: a lone ISR member holds what its HW
@@ -145,6 +147,9 @@ def enforced_invariants(behaviour: ReplicationBehaviour, controller: Any
     elif not behaviour.leader_epoch_fencing or behaviour.follower_restart != "epoch-change":
         isr = ("leader-epoch-fencing false or follower-restart leader-change (before Kafka 2.1) "
                "can leave a follower with a tail its leader truncated")
+    elif behaviour.uses_last_fetched_epoch and behaviour.diverging_fetch_state == "update":
+        isr = ("diverging-fetch-state update (Kafka 2.8.0, KAFKA-13141) counts a diverged "
+               "follower's fetch offset for the HW")
     elif getattr(controller, "unclean_leader_election", False):
         isr = "unclean-leader-election elects a replica outside the ISR"
     elif controller_bug is not None:

@@ -254,3 +254,42 @@ def test_kafka_7164_fixed_follower_reconciles_on_every_new_epoch(make_cluster,
                                                                   truncation) -> None:  # fmt: skip
     cluster = make_cluster([1, 2, 3], truncation=truncation)
     assert _kafka_7164(cluster) == ["m0", "m1", "m3", "m4"]
+
+
+def _kafka_13141(cluster: Cluster) -> tuple[int, list[str]]:
+    """KAFKA-13141's interleaving: B leads (epoch 0) and appends m2, m3 that A never fetches;
+    a preferred election gives A epoch 1 (ISR {A, B}), which takes m4, m5 at those offsets.
+    B's first fetch as A's follower (offset 4, last fetched epoch 0) is answered with
+    DivergingEpoch (epoch 0 ends at 2 here). Returns A's HW after that answer and B's log
+    after it truncated."""
+    A, B = 1, 2
+    cluster.elect(B, isr=[A, B])
+    cluster.produce(["m0", "m1"])
+    cluster.replicate(A, rounds=3)  # the third brings A the HW 2
+    cluster.produce(["m2", "m3"])  # A never fetches them
+    cluster.elect(A, isr=[A, B])
+    cluster.produce(["m4", "m5"])  # acks=all: acknowledged once the HW passes them
+    outcome = cluster.fetch_round(B)
+    assert outcome.truncated_to == 2 and outcome.appended_bytes == 0
+    return cluster.leader.log.high_watermark, values(cluster.brokers[B].log)
+
+
+def test_kafka_13141_legacy_leader_counts_a_diverged_fetch_offset(make_cluster) -> None:
+    """Kafka 2.8.0 (diverging-fetch-state update): A records B's fetch offset 4 as its log end
+    and its HW passes m4, m5, which B does not hold: A's death now loses both (L17)."""
+    cluster = make_cluster([1, 2], min_isr=2, diverging_fetch_state="update")
+    hw, b_log = _kafka_13141(cluster)
+    assert hw == 4
+    assert b_log == ["m0", "m1"]
+
+
+def test_kafka_13141_fixed_leader_waits_for_the_truncated_follower(make_cluster) -> None:
+    """Kafka 3.0 (and 2.8.1): the diverging fetch records nothing; the HW passes m4, m5 only
+    once B fetched them from offset 2."""
+    cluster = make_cluster([1, 2], min_isr=2)
+    hw, b_log = _kafka_13141(cluster)
+    assert hw == 2
+    assert b_log == ["m0", "m1"]
+    cluster.replicate(2, rounds=2)
+    assert cluster.leader.log.high_watermark == 4
+    assert values(cluster.brokers[2].log) == ["m0", "m1", "m4", "m5"]
