@@ -127,12 +127,15 @@ VERSIONS: tuple[KafkaVersion, ...] = (
          "<= the requested one, the follower iterates", epochs="false",
          isr_join="high-watermark", restart="leader-change", fencing="false",
          diverging="update"),
+    _row("2.0.1", "kip-279", "eager", "false", "false", "false",
+         "KAFKA-7128: a follower joins the ISR only once it reached the start of the leader's "
+         "epoch, not just the HW (L15); KAFKA-7164: a follower that missed an epoch of the "
+         "same leader reconciles its log again (L16)", epochs="false", fencing="false",
+         diverging="update"),
     _row("2.1", "kip-279", "eager", "false", "false", "false",
-         "KIP-320 (KAFKA-7395): the current leader epoch in fetches fences zombie replicas; "
-         "KAFKA-7128 (also 2.0.1): a follower joins the ISR only "
-         "once it reached the start of the leader's epoch, not just the HW (L15); KAFKA-7164 "
-         "(also 2.0.1): a follower that missed an epoch of the same leader reconciles its log "
-         "again (L16)",
+         "KIP-320 (KAFKA-7395): follower requests carry the leader epoch they follow, and a "
+         "leader in another epoch refuses them: a zombie follower's stale fetch no longer "
+         "appends the new epoch's batches after a tail it should have truncated (L18)",
          epochs="false", diverging="update"),
     _row("2.7", "kip-279", "maximal", "false", "false", "false",
          "KIP-497 (KAFKA-8836): AlterIsr, the leader counts the maximal ISR; KIP-595 adds "

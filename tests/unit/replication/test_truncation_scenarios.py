@@ -293,3 +293,41 @@ def test_kafka_13141_fixed_leader_waits_for_the_truncated_follower(make_cluster)
     cluster.replicate(2, rounds=2)
     assert cluster.leader.log.high_watermark == 4
     assert values(cluster.brokers[2].log) == ["m0", "m1", "m4", "m5"]
+
+
+def _kip_320_zombie(cluster: Cluster) -> list[str]:
+    """KIP-320's zombie follower: _kafka_7164's epochs, but F fetches from A (leading again at
+    epoch 2) while it still follows A at epoch 0, before it learns epoch 2. Returns F's log
+    after it learned epoch 2 and fetched on."""
+    A, B, F = 1, 2, 3
+    cluster.elect(A, isr=[A, B, F])
+    cluster.produce(["m0", "m1"])
+    cluster.replicate(B, F, rounds=2)
+    cluster.produce(["m2"])
+    cluster.replicate(F, rounds=2)  # B never fetches it
+    cluster.elect(B, isr=[A, B], followers=[A])  # F misses this epoch
+    cluster.replicate(A, rounds=1)
+    cluster.produce(["m3"])
+    cluster.replicate(A, rounds=2)
+    cluster.elect(A, isr=[A, B], followers=[B])  # ... and, for now, this one
+    cluster.produce(["m4"])
+    cluster.replicate(B, rounds=2)
+    cluster.fetch_round(F)  # the zombie's fetch, as the follower of epoch 0
+    cluster.make_follower(F)
+    cluster.replicate(F, rounds=2)
+    return values(cluster.brokers[F].log)
+
+
+def test_kip_320_legacy_zombie_fetch_hides_the_tail_from_reconciliation(make_cluster) -> None:
+    """Kafka 2.0.1 (KAFKA-7164 fixed, no KIP-320): A serves the stale fetch, F appends m4
+    (epoch 2) after m2; reconciling on epoch 2 then finds F's epoch 2 ending where A's does
+    and truncates nothing: m2 stays where A has m3 (L18)."""
+    cluster = make_cluster([1, 2, 3], truncation="kip-279", leader_epoch_fencing=False)
+    assert _kip_320_zombie(cluster) == ["m0", "m1", "m2", "m4"]
+    assert values(cluster.brokers[1].log) == ["m0", "m1", "m3", "m4"]
+
+
+@pytest.mark.parametrize("truncation", ["kip-279", "diverging-epoch"])
+def test_kip_320_fixed_fences_the_zombie_fetch(make_cluster, truncation) -> None:
+    cluster = make_cluster([1, 2, 3], truncation=truncation)
+    assert _kip_320_zombie(cluster) == ["m0", "m1", "m3", "m4"]
