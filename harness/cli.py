@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "clean": ("harness.cluster.clean", "remove containers and networks of dead runs"),
     "topics": ("harness.topics", "describe topics: leader, replicas, ISR per partition"),
     "run": ("harness.run.main", "run a fault plan: cluster, workload, faults, check, report"),
-    "scenario": ("harness.scenario.cli", "loss scenarios L1-L9 per mode; min-isr matrix"),
+    "scenario": ("harness.scenario.cli", "the documented loss scenarios per mode; min-isr matrix"),
     "nightly": ("harness.nightly.cli", "run the nightly suite in a budget: summary, trends, JUnit"),
     "sim": ("harness.sim.cli", "run a plan on the deterministic simulator; `sim explore` searches"),
 }

@@ -18,6 +18,7 @@ from broker_app.kafka_versions import SWITCH_NAMES, KafkaVersionError, check_val
 from harness.checker.expectations import EXPECTABLE, Expectation, parse_expression
 from harness.checker.history import ACKS
 from harness.plan.model import (
+    CATALOG_SIZE,
     ClusterSpec,
     ConsumerSpec,
     DrainSpec,
@@ -52,13 +53,16 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
     def plan(self, root: Node, overrides: dict[str, str]) -> Plan:
         m = self.mapping(root, "", ("name", "description", "cluster", "workload", "faults",
                                     "nemesis", "expected", "settle", "drain", "modes",
-                                    "title"),
+                                    "title", "catalog"),
                          required=("cluster", "workload"))
         name = Path(self.source).stem
         if "name" in m:
             name = self.str_(m["name"][1], "name")
         description = self.str_(m["description"][1], "description") if "description" in m else ""
         title = self.str_(m["title"][1], "title").strip() if "title" in m else ""
+        catalog = tuple(self.int_(n, join("catalog", i), 1, CATALOG_SIZE)
+                        for i, n in enumerate(self.seq(m["catalog"][1], "catalog"))
+                        ) if "catalog" in m else ()  # fmt: skip
         cluster = self.cluster(m["cluster"][1], "cluster")
         workload = self.workload(m["workload"][1], "workload")
         faults = self.faults(m["faults"][1], "faults") if "faults" in m else ()
@@ -85,7 +89,7 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
         return Plan(name=name, description=description.strip(), source=self.source,
                     cluster=cluster, workload=workload, faults=faults, nemesis=nemesis,
                     expected=expected, settle=settle, drain=drain, overrides=overrides,
-                    modes=modes, title=title, notes=tuple(self.notes))
+                    modes=modes, title=title, catalog=catalog, notes=tuple(self.notes))
 
     def cluster(self, node: Node, path: str) -> ClusterSpec:
         m = self.mapping(node, path, ("brokers", "controllers", "topics", "switches",

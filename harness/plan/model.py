@@ -29,6 +29,8 @@ from harness.checker.expectations import Expectation
 from harness.plan.conditions import Condition
 from harness.plan.targets import Target
 
+CATALOG_SIZE = 25  # entries of ../shared/LOSS-CATALOG.md
+
 
 @dataclass(frozen=True)
 class TopicSpec:
@@ -221,6 +223,8 @@ class Plan:
     overrides: dict[str, str] = field(default_factory=dict)  # the --set values applied
     modes: dict[str, ModeSpec] = field(default_factory=dict)
     title: str = ""  # one line, e.g. for `highwater scenario list`
+    # The entries of ../shared/LOSS-CATALOG.md (1..CATALOG_SIZE) this plan reproduces.
+    catalog: tuple[int, ...] = ()
     # file:line notes the loader wants shown (e.g. a switch overriding the kafka_version preset)
     notes: tuple[str, ...] = ()
 

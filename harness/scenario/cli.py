@@ -1,6 +1,6 @@
 """`highwater scenario`: the documented loss scenarios and the min.insync.replicas matrix.
 
-    highwater scenario list                       id, title, modes
+    highwater scenario list                       id, title, loss-catalog entries, modes
     highwater scenario run L1 --mode legacy [--repeat N] [--store DIR] [--set k=v ...] [--run-id ID]
     highwater scenario run path/to/my-plan.yaml --mode fixed     (a plan of yours with modes:)
     highwater scenario min-isr [--store DIR] [--run-id ID]
@@ -24,7 +24,7 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="scenario_command", metavar="ACTION", required=True)
-    sub.add_parser("list", help="the scenarios: id, title, modes")
+    sub.add_parser("list", help="the scenarios: id, title, loss-catalog entries, modes")
     r = sub.add_parser("run", help="run one scenario in one mode, N times; print the rate")
     r.add_argument("id", help="scenario id, e.g. L1, or the path of your own plan with modes:")
     r.add_argument("--mode", required=True, help="legacy, fixed (or another mode of the plan)")
@@ -91,7 +91,8 @@ def _list() -> int:
 
     for s in scenarios():
         modes = ", ".join(f"{m} (Kafka {s.load(m).cluster.emulated_version()})" for m in s.modes)
-        print(f"{s.id:<4} {s.title}  [modes: {modes}]")
+        catalog = f"  [catalog {', '.join(map(str, s.plan.catalog))}]" if s.plan.catalog else ""
+        print(f"{s.id:<4} {s.title}{catalog}  [modes: {modes}]")
     print("min-isr  RF=3 min.insync.replicas {1,2,3} x acks {0,1,all} matrix  "
           "[highwater scenario min-isr]")
     return 0

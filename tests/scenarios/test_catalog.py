@@ -217,3 +217,25 @@ def test_story_names_who_was_elected_with_isr_and_elr(tmp_path: Path) -> None:
     text = story(tmp_path)
     assert "      2.0s b1 epoch 0: ISR [1] ELR [2]" in text
     assert "      5.0s b2 epoch 1: ISR [2] ELR []" in text
+
+
+def test_catalog_table_and_plans_name_the_same_scenarios() -> None:
+    """The README's loss-catalog table and the plans' `catalog:` keys (what `scenario list`
+    prints) agree: each entry's "covered by" cell names exactly the scenarios that say they
+    reproduce it."""
+    readme = (Path(__file__).resolve().parents[2] / "chaos_plans" / "scenarios" / "README.md")
+    rows = re.findall(r"^\| (\d+) \|[^|]*\| ([^|]*) \|$", readme.read_text(), re.M)
+    assert len(rows) == 25
+    for number, cell in rows:
+        named = set(re.findall(r"\bL\d+\b", cell))
+        claim = {s.id for s in ALL if int(number) in s.plan.catalog}
+        assert named == claim, f"catalog {number}: table says {named}, plans say {claim}"
+
+
+def test_scenario_list_names_the_catalog_entries(capsys) -> None:
+    from harness.cli import main
+
+    assert main(["scenario", "list"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "[catalog 19]" in lines["L17"] and "[catalog 15]" in lines["L10"]
+    assert "[catalog" not in lines["L5"]
