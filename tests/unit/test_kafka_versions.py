@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from broker_app.kafka_versions import (
+    BOOL,
     DEFAULT_VERSION,
     KNOWN_VERSIONS,
     SWITCH_NAMES,
+    SWITCHES,
     VERSIONS,
     KafkaVersionError,
     preset,
@@ -105,6 +107,31 @@ def test_broker_flags_resolve_through_the_preset():
     assert _broker_config().behaviour == ReplicationBehaviour()
     with pytest.raises(ValueError, match="needs strict-min-isr"):
         _broker_config("--no-strict-min-isr")
+
+
+@pytest.mark.parametrize("switch", SWITCHES, ids=lambda s: s.name)
+def test_each_switch_flag_reaches_its_field_in_every_process_that_takes_it(switch):
+    """The flags come from SWITCHES (add_switch_arguments): each value given on the command
+    line, preset or not, ends up in the process's config field of the same name."""
+    import argparse
+
+    from broker_app.controller.main import add_arguments, config_from_args
+
+    field = switch.name.replace("-", "_")
+    for value in switch.choices:
+        flag = ([f"--{switch.name}"] if value == "true" else [f"--no-{switch.name}"]
+                if value == "false" else [f"--{switch.name}", value])  # fmt: skip
+        # Kafka 3.9: the one preset where every value here is allowed (ELR off, strict on).
+        expected = (value == "true") if switch.choices == BOOL else value
+        if "broker" in switch.processes:
+            got = getattr(_broker_config("--kafka-version", "3.9", *flag).behaviour, field)
+            assert got == expected, (switch.name, value)
+        if "controller" in switch.processes:
+            parser = argparse.ArgumentParser()
+            add_arguments(parser)
+            args = parser.parse_args(["--node-id", "9", "--port", "0", "--data-dir",
+                                      "/tmp/unused", "--kafka-version", "3.9", *flag])
+            assert getattr(config_from_args(args), field) == expected, (switch.name, value)
 
 
 def test_harness_sends_each_switch_to_the_processes_that_take_it():
