@@ -1,6 +1,6 @@
-"""Each documented scenario through real containers, via `highwater scenario run` as CI runs
-it: one container test per scenario, its legacy mode (the loss or divergence appears). One
-repetition each; the 10-run rates are measured with --repeat 10.
+"""Documented scenarios through real containers, via `highwater scenario run` as CI runs it:
+the legacy modes of L1, L2, L4 and L10 (the loss or divergence appears). One repetition each;
+the 10-run rates are measured with --repeat 10.
 
 Every fixed mode runs in containers every night (chaos_plans/nightly.yaml), on the simulator
 with the broker's own code in seconds (tests/scenarios/test_sim_scenarios.py, every scenario and
@@ -24,7 +24,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.spark]
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 900
-CASES = [(sid, "legacy") for sid in ("L1", "L2", "L3", "L4", "L5", "L10")]
+# L3's and L5's legacy modes run every night instead (chaos_plans/nightly.yaml), to keep make
+# test under its 35-minute cap; both run on the simulator here.
+CASES = [(sid, "legacy") for sid in ("L1", "L2", "L4", "L10")]
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +62,7 @@ def test_scenario_mode(images: None, tmp_path: Path, sid: str, mode: str) -> Non
         assert f"emulating Kafka {'3.9' if mode == 'legacy' else '4.1'}" in proc.stdout
         if mode == "legacy":
             assert results["anomalies"]["lost-write"]["count"] > 0, explain
-    if sid == "L3":  # acks=1 loses what the partitioned leader acknowledged, acks=all nothing
-        # (this carries what tests/docker/test_run.py's acks1-partition run used to show)
-        assert results["stats"]["lost_by_acks"]["1"] > 0, results["stats"]
-        assert results["stats"]["lost_by_acks"]["all"] == 0, results["stats"]
-    if mode == "legacy" and sid in ("L1", "L3", "L4"):
+    if mode == "legacy" and sid in ("L1", "L4"):
         # The story names the lost messages with the offsets they were acknowledged at.
         assert results["anomalies"]["lost-write"]["count"] > 0
         assert "lost-write:" in proc.stdout and "ok t-0@" in proc.stdout, explain
