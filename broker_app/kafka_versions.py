@@ -4,10 +4,10 @@ Contract:
 - SWITCHES names each version-governed switch as plans and the command line spell it
   (`truncation`, `isr-update`, `isr-join`, `follower-restart`, `diverging-fetch-state`,
   `leader-epoch-fencing`, `strict-min-isr`, `eligible-leader-replicas`,
-  `unclean-leader-election`, `isr-broker-epochs`, `pre-vote`), the processes that take it
-  (broker, controller or both) and its allowed values. Switch values are strings; booleans
-  are "true"/"false". add_switch_arguments gives each process one flag per switch it takes,
-  switch_fields turns the flags into its config fields.
+  `unclean-leader-election`, `isr-eligibility`, `isr-broker-epochs`, `pre-vote`), the
+  processes that take it (broker, controller or both) and its allowed values. Switch values
+  are strings; booleans are "true"/"false". add_switch_arguments gives each process one flag
+  per switch it takes, switch_fields turns the flags into its config fields.
 - VERSIONS is the table: each row is a Kafka release, the value of EVERY switch in it, and what
   changed in it with its KIP/JIRA. A release not listed behaves like the nearest listed one
   below it; only listed releases are accepted. DEFAULT_VERSION (4.1) is today's Kafka: the
@@ -18,7 +18,8 @@ Contract:
   KIP-966's ELR is only safe because the HW waits for min.insync.replicas replicas (an ELR
   member holds everything below the HW only then). Unknown versions or values raise
   KafkaVersionError naming the known ones.
-- Not switches (always on here, whatever the version): KIP-841's ISR rules, controlled
+- Not switches (always on here, whatever the version): KIP-841's other rules (a fenced last
+  ISR member stays, shutting-down replicas are not elected), controlled
   shutdown on SIGTERM (controlled.shutdown.enable's default since 0.8.2; broker_lifecycle.py),
   clients answered only after the first unfence (KRaft's start-up order). The Raft vote switch
   (`raft-vote-log-check`) and the controller activation switch (`controller-activation:
@@ -81,6 +82,8 @@ SWITCHES: tuple[Switch, ...] = (
            "KIP-966 ELR: replicas leaving an ISR below min.insync stay electable"),
     Switch("unclean-leader-election", ("controller",), BOOL,
            "cluster default of unclean.leader.election.enable"),
+    Switch("isr-eligibility", ("broker", "controller"), BOOL,
+           "KIP-841: fenced or shutting-down replicas may not join an ISR"),
     Switch("isr-broker-epochs", ("broker", "controller"), BOOL,
            "KIP-903: AlterPartition carries ISR members' broker epochs, stale ones refused"),
     Switch("pre-vote", ("controller",), BOOL,
@@ -100,14 +103,15 @@ class KafkaVersion:
 def _row(version: str, truncation: str, isr_update: str, strict: str, elr: str, unclean: str,
          changes: str, epochs: str = "true", pre_vote: str = "false",
          isr_join: str = "epoch-start", restart: str = "epoch-change", fencing: str = "true",
-         diverging: str = "skip") -> KafkaVersion:  # fmt: skip
+         diverging: str = "skip", eligibility: str = "true") -> KafkaVersion:  # fmt: skip
     # Defaulted last: `epochs` (isr-broker-epochs, KIP-903) is "false" below 3.5, `pre_vote`
     # (KIP-996) "true" from 4.0; below 2.1 `isr_join` is "high-watermark" (KAFKA-7128),
     # `restart` (follower-restart) "leader-change" (KAFKA-7164), `fencing`
     # (leader-epoch-fencing) "false" (KIP-320); below 3.0 `diverging`
-    # (diverging-fetch-state) "update" (KAFKA-13141).
+    # (diverging-fetch-state) "update" (KAFKA-13141); below 3.3 `eligibility`
+    # (isr-eligibility) "false" (KIP-841).
     values = (truncation, isr_update, isr_join, restart, diverging, fencing, strict, elr,
-              unclean, epochs, pre_vote)
+              unclean, eligibility, epochs, pre_vote)
     return KafkaVersion(version, dict(zip(SWITCH_NAMES, values, strict=True)), changes)
 
 
@@ -116,41 +120,49 @@ VERSIONS: tuple[KafkaVersion, ...] = (
          "0.8.2 (KAFKA-1028, KAFKA-1555): min.insync.replicas refuses acks=all appends but does "
          "not gate the HW; a follower truncates to its own HW (KAFKA-1211); unclean election "
          "on by default", epochs="false", isr_join="high-watermark", restart="leader-change",
-         fencing="false", diverging="update"),
+         fencing="false", diverging="update",
+         eligibility="false"),
     _row("0.11", "kip-101", "eager", "false", "false", "false",
          "KIP-101 (KAFKA-1211): truncation by leader epoch (OffsetsForLeaderEpoch); KIP-106: "
          "unclean.leader.election.enable defaults to false", epochs="false",
          isr_join="high-watermark", restart="leader-change", fencing="false",
-         diverging="update"),
+         diverging="update",
+         eligibility="false"),
     _row("2.0", "kip-279", "eager", "false", "false", "false",
          "KIP-279 (KAFKA-6361): OffsetsForLeaderEpoch answers with the leader's largest epoch "
          "<= the requested one, the follower iterates", epochs="false",
          isr_join="high-watermark", restart="leader-change", fencing="false",
-         diverging="update"),
+         diverging="update",
+         eligibility="false"),
     _row("2.0.1", "kip-279", "eager", "false", "false", "false",
          "KAFKA-7128: a follower joins the ISR only once it reached the start of the leader's "
          "epoch, not just the HW (L15); KAFKA-7164: a follower that missed an epoch of the "
          "same leader reconciles its log again (L16)", epochs="false", fencing="false",
-         diverging="update"),
+         diverging="update",
+         eligibility="false"),
     _row("2.1", "kip-279", "eager", "false", "false", "false",
          "KIP-320 (KAFKA-7395): follower requests carry the leader epoch they follow, and a "
          "leader in another epoch refuses them: a zombie follower's stale fetch no longer "
          "appends the new epoch's batches after a tail it should have truncated (L18)",
-         epochs="false", diverging="update"),
+         epochs="false", diverging="update",
+         eligibility="false"),
     _row("2.7", "kip-279", "maximal", "false", "false", "false",
          "KIP-497 (KAFKA-8836): AlterIsr, the leader counts the maximal ISR; KIP-595 adds "
          "Fetch v12 LastFetchedEpoch/DivergingEpoch (used by KRaft only)", epochs="false",
-         diverging="update"),
+         diverging="update",
+         eligibility="false"),
     _row("2.8", "diverging-epoch", "maximal", "false", "false", "false",
          "KAFKA-10554: the replica fetcher truncates from the Fetch response's DivergingEpoch "
-         "instead of OffsetsForLeaderEpoch round trips", epochs="false", diverging="update"),
+         "instead of OffsetsForLeaderEpoch round trips", epochs="false", diverging="update",
+         eligibility="false"),
     _row("3.0", "diverging-epoch", "maximal", "false", "false", "false",
          "KAFKA-13141 (also 2.7.2, 2.8.1): a leader answering a follower's fetch with "
          "DivergingEpoch no longer records its fetch offset as the follower's log end, which "
-         "let the HW pass offsets the follower held other batches at (L17)", epochs="false"),
+         "let the HW pass offsets the follower held other batches at (L17)", epochs="false",
+         eligibility="false"),
     _row("3.3", "diverging-epoch", "maximal", "false", "false", "false",
-         "KIP-841 (KAFKA-13916): fenced or shutting-down replicas stay out of the ISR, the "
-         "last member is kept (always on here, no switch)", epochs="false"),
+         "KIP-841 (KAFKA-13916): fenced or shutting-down replicas stay out of the ISR (L20); "
+         "the last member is kept (always on here)", epochs="false"),
     _row("3.5", "diverging-epoch", "maximal", "false", "false", "false",
          "KIP-903 (KAFKA-14139, KAFKA-14617): AlterPartition v3 carries each ISR member's broker "
          "epoch; the controller refuses a stale one (INELIGIBLE_REPLICA), so a replica that "

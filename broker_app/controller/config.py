@@ -15,6 +15,10 @@ class ControllerConfig:
     # KIP-966 eligible leader replicas (Kafka: feature eligible.leader.replicas.version=1,
     # opt-in in 4.0, on for new clusters from 4.1). The kafka_version preset sets it.
     eligible_leader_replicas: bool = True
+    # KIP-841 (Kafka 3.3): AlterPartition may not add a fenced or shutting-down broker to an
+    # ISR (INELIGIBLE_REPLICA). False: a fenced one may join, as before 3.3
+    # (MetadataImage.may_join_isr).
+    isr_eligibility: bool = True
     # KIP-903 (Kafka 3.5): AlterPartition v3's ISR member broker epochs are compared with the
     # registered ones (INELIGIBLE_REPLICA on a mismatch). False: ignored, as before 3.5.
     isr_broker_epochs: bool = True

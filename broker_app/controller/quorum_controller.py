@@ -15,7 +15,8 @@ Contract:
   unfences it (UnfenceBroker) and leaderless partitions it replicates get a leader.
   `tick(now_ms)` fences brokers whose last heartbeat is older than session_timeout_ms.
 - Fencing (session expiry, want_fence, controlled shutdown, re-registration of a new
-  incarnation) removes the broker from every ISR unless it is the last member (KIP-841) and
+  incarnation while the old one is live) removes the broker from every ISR unless it is the
+  last member (KIP-841) and
   moves its leaderships by the election rule in election.py. With eligible leader replicas
   (KIP-966) the last member is removed too (the ISR may be empty) and joins the ELR.
 - Unclean-shutdown recovery (KIP-966, KAFKA-15582/15586): a new incarnation registers with
@@ -35,8 +36,10 @@ Contract:
 - AlterPartition validation order (Kafka's): broker epoch (STALE_BROKER_EPOCH), topic and
   partition, leader epoch (FENCED_LEADER_EPOCH), sender is leader (INVALID_REQUEST), partition
   epoch (INVALID_UPDATE_VERSION), ISR shape (INVALID_REQUEST), ISR members registered, unfenced
-  and with current broker epochs (INELIGIBLE_REPLICA; the epochs of AlterPartition v3, KIP-903,
-  compared only with config.isr_broker_epochs, the `isr-broker-epochs` switch).
+  and not shutting down (KIP-841; fenced allowed with config.isr_eligibility off, the
+  `isr-eligibility` switch, before 3.3) and with current broker epochs (INELIGIBLE_REPLICA;
+  the epochs of AlterPartition v3, KIP-903, compared only with config.isr_broker_epochs, the
+  `isr-broker-epochs` switch).
 - Reassignment (KIP-455, simplified): replicas become target + removing, adding/removing are
   recorded; when the leader's AlterPartition puts every target replica in the ISR the
   reassignment completes (replicas = target, ISR restricted to it, leader re-elected if it was
@@ -267,7 +270,13 @@ class QuorumController:
                 log.info("broker %d: unclean shutdown (previous epoch %d, registered %d): "
                          "removed from every ISR and ELR", req.broker_id,
                          req.previous_broker_epoch, existing.epoch)  # fmt: skip
-            self._move_away(p, req.broker_id, unclean_shutdown=unclean)
+            if unclean or not existing.fenced:
+                # A live old incarnation is fenced now (our deviation from
+                # DUPLICATE_BROKER_REGISTRATION); a fenced one was moved away when it was
+                # fenced, and Kafka's registration changes no ISR without ELR: a fenced
+                # broker an ISR still names (its last member, or before KIP-841 one the
+                # leader re-added, L20) stays there.
+                self._move_away(p, req.broker_id, unclean_shutdown=unclean)
         records = self._commit(p)
         self._last_contact_ms[req.broker_id] = now_ms
         return RegisterBrokerResponse(Errors.NONE, epoch), records
@@ -574,7 +583,7 @@ class QuorumController:
                     f"{where}: ISR member {r} is not a replica ({list(reg.replicas)})",
                 )
             rb = p.image.brokers.get(r)
-            if rb is None or not p.image.is_live(r):
+            if not p.image.may_join_isr(r, fenced_ok=not self.config.isr_eligibility):
                 state = "not registered" if rb is None else "fenced or shutting down"
                 raise ControllerError(
                     Errors.INELIGIBLE_REPLICA, f"{where}: ISR member {r} is {state}"

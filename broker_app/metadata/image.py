@@ -140,6 +140,18 @@ class MetadataImage:
         b = self.brokers.get(broker_id)
         return b is not None and not b.fenced and not b.in_controlled_shutdown
 
+    def may_join_isr(self, broker_id: int, fenced_ok: bool = False) -> bool:
+        """KIP-841 (Kafka 3.3): registered, unfenced and not in controlled shutdown.
+        fenced_ok (isr-eligibility false, before 3.3): a fenced broker too; one in controlled
+        shutdown still not. That models ZooKeeper-era Kafka, whose controlled shutdown
+        stopped the broker's fetchers (StopReplica), so it never looked caught up again;
+        KRaft's 3.0-3.2, whose shutting-down brokers kept fetching and could rejoin, is not
+        modelled."""
+        b = self.brokers.get(broker_id)
+        if b is None or b.in_controlled_shutdown:
+            return False
+        return fenced_ok or not b.fenced
+
     def broker_config(self, broker_id: int, name: str) -> str | None:
         """Dynamic broker config `name` as broker `broker_id` sees it (KIP-226): its own,
         else the cluster-wide default, else None (the static setting applies)."""

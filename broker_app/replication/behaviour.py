@@ -108,6 +108,14 @@ class ReplicationBehaviour:
     requires strict_min_isr: a replica in the ELR holds everything below the HW only while
     the HW waits for min.insync.replicas replicas."""
 
+    isr_eligibility: bool = True
+    """KIP-841 (Kafka 3.3, KAFKA-13916): a leader proposes, and waits for, only replicas the
+    metadata shows unfenced and not in controlled shutdown (Partition.isReplicaIsrEligible).
+    False: fenced ones too, as before 3.3, so a broker fenced because its heartbeats stopped,
+    but still fetching, rejoins the ISR at once (MetadataImage.may_join_isr says what is not
+    modelled). The controller has the same switch (ControllerConfig.isr_eligibility). Exists
+    for L20."""
+
     isr_broker_epochs: bool = True
     """KIP-903 (Kafka 3.5, KAFKA-14139/KAFKA-14617): an ISR proposal carries each member's
     broker epoch as of the fetch that showed it caught up (AlterPartition v3), so the controller
@@ -132,7 +140,7 @@ class ReplicationBehaviour:
                     f"ReplicationBehaviour.{name}={value!r} is not one of {', '.join(allowed)}"
                 )
         for name in ("strict_min_isr", "unclean_leader_election", "eligible_leader_replicas",
-                     "isr_broker_epochs", "leader_epoch_fencing"):
+                     "isr_broker_epochs", "leader_epoch_fencing", "isr_eligibility"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"ReplicationBehaviour.{name} must be a bool")
         if self.eligible_leader_replicas and not self.strict_min_isr:

@@ -478,7 +478,8 @@ class Partition:
         return self._alter_partition_request(self.isr | {replica_id})
 
     def _may_join_isr(self, replica_id: int) -> bool:
-        """Kafka's isReplicaIsrEligible: not fenced nor shutting down (KIP-841) and, with
+        """Kafka's isReplicaIsrEligible: not fenced nor shutting down (KIP-841; before 3.3,
+        isr_eligibility off, fenced is allowed: MetadataImage.may_join_isr) and, with
         KIP-903, the fetch that showed it caught up came from the incarnation the metadata
         registers now (or carried no epoch, -1): a fetch of an old incarnation processed after a
         fast restart must not add the emptied new one."""

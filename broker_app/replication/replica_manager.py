@@ -303,7 +303,8 @@ class ReplicaManager:
         # replaces the static default of topics that do not set their own.
         default_min_isr = self._dynamic_min_isr(image, static_min_isr)
         default_changed = default_min_isr != self._dynamic_min_isr(delta.old, static_min_isr)
-        self._isr_eligible = image.is_live
+        fenced_ok = not self.behaviour.isr_eligibility  # before KIP-841 (Kafka 3.3)
+        self._isr_eligible = lambda b: image.may_join_isr(b, fenced_ok=fenced_ok)
         brokers = image.brokers
         self._broker_epoch = lambda b: brokers[b].epoch if b in brokers else -1
         self._rack_of = lambda b: brokers[b].rack if b in brokers else None

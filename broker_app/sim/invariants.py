@@ -43,7 +43,8 @@ an invariant that is not enforced is still recorded, with enforced=False, and re
 - `leader-hw-monotonic` and `fetch-livelock`: every mode. The HW only moves forward on a
   leader in every mode (Partition.maybe_increment_leader_hw); no switch makes a follower spin.
 - `one-leader-per-epoch` and `fenced-in-isr`: every mode but the hypothetical controller bug
-  switches (`controller-activation: on-election`, L11; `raft-vote-log-check: none`, L13): a
+  switches (`controller-activation: on-election`, L11; `raft-vote-log-check: none`, L13;
+  `fenced-in-isr` also not with `isr-eligibility: false`, before KIP-841, L20): a
   controller deciding on a stale or diverged metadata image commits what a correct one never
   would (L11 legacy commits an ISR naming a fenced broker). KIP-841 is not a switch here
   (always on); the ELR switch only decides how strict `fenced-in-isr` is (see above).
@@ -154,8 +155,11 @@ def enforced_invariants(behaviour: ReplicationBehaviour, controller: Any
         isr = "unclean-leader-election elects a replica outside the ISR"
     elif controller_bug is not None:
         isr = controller_bug
+    fenced = controller_bug
+    if fenced is None and not getattr(controller, "isr_eligibility", True):
+        fenced = "isr-eligibility false (before Kafka 3.3, KIP-841) admits a fenced broker"
     return {ONE_LEADER_PER_EPOCH: controller_bug, LEADER_HW_MONOTONIC: None, ISR_HOLDS_HW: isr,
-            FETCH_LIVELOCK: None, FENCED_IN_ISR: controller_bug}  # fmt: skip
+            FETCH_LIVELOCK: None, FENCED_IN_ISR: fenced}  # fmt: skip
 
 
 @dataclass(slots=True)

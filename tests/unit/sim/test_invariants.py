@@ -336,8 +336,11 @@ def _rules(overrides: dict[str, str]) -> dict[str, str | None]:
     ({"cluster.kafka_version": "3.9"}, set()),
     ({"cluster.kafka_version": "3.5"}, set()),
     ({"cluster.kafka_version": "3.3"}, {ISR_HOLDS_HW}),  # no KIP-903 broker epochs (L12)
-    ({"cluster.kafka_version": "2.1"}, {ISR_HOLDS_HW}),  # eager ISR (L6, L9)
-    ({"cluster.kafka_version": "0.8"}, {ISR_HOLDS_HW}),  # truncation to the HW (L1, L2)
+    # eager ISR (L6, L9), no KIP-841 (L20)
+    ({"cluster.kafka_version": "2.1"}, {ISR_HOLDS_HW, FENCED_IN_ISR}),
+    # truncation to the HW (L1, L2), no KIP-841
+    ({"cluster.kafka_version": "0.8"}, {ISR_HOLDS_HW, FENCED_IN_ISR}),
+    ({"cluster.switches.isr-eligibility": "false"}, {FENCED_IN_ISR}),  # L20
     ({"cluster.switches.truncation": "kip-101"}, {ISR_HOLDS_HW}),
     ({"cluster.switches.truncation": "kip-279"}, set()),
     ({"cluster.switches.unclean-leader-election": "true"}, {ISR_HOLDS_HW}),  # L4
