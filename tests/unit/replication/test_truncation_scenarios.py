@@ -219,10 +219,9 @@ def test_stale_epoch_at_the_log_end_is_dropped_and_the_next_fetch_progresses(
     assert cluster.leader.high_watermark == 2  # B's fetch at 2 lets A commit m1
 
 
-def _kafka_7164(cluster: Cluster) -> list[str]:
-    """KAFKA-7164's interleaving: A leads (epoch 0) and F alone gets m2; A hands over to B
-    (epoch 1) and truncates m2 as B's follower while B writes m3 at that offset; F never
-    learns of epoch 1 and sees A lead again at epoch 2. Returns F's log after it fetched."""
+def _f_misses_epoch_1(cluster: Cluster) -> None:
+    """A leads (epoch 0) and F alone gets m2; A hands over to B (epoch 1) and truncates m2 as
+    B's follower while B writes m3 at that offset; F never learns of epoch 1."""
     A, B, F = 1, 2, 3
     cluster.elect(A, isr=[A, B, F])
     cluster.produce(["m0", "m1"])
@@ -234,6 +233,13 @@ def _kafka_7164(cluster: Cluster) -> list[str]:
     assert values(cluster.brokers[A].log) == ["m0", "m1"]
     cluster.produce(["m3"])
     cluster.replicate(A, rounds=2)
+
+
+def _kafka_7164(cluster: Cluster) -> list[str]:
+    """KAFKA-7164's interleaving: _f_misses_epoch_1, then F sees A lead again at epoch 2.
+    Returns F's log after it fetched."""
+    A, B, F = 1, 2, 3
+    _f_misses_epoch_1(cluster)
     cluster.elect(A, isr=[A, B, F], followers=[B, F])
     cluster.produce(["m4"])
     cluster.replicate(F, rounds=2)
@@ -296,20 +302,12 @@ def test_kafka_13141_fixed_leader_waits_for_the_truncated_follower(make_cluster)
 
 
 def _kip_320_zombie(cluster: Cluster) -> list[str]:
-    """KIP-320's zombie follower: _kafka_7164's epochs, but F fetches from A (leading again at
+    """KIP-320's zombie follower: _f_misses_epoch_1, then F fetches from A (leading again at
     epoch 2) while it still follows A at epoch 0, before it learns epoch 2. Returns F's log
     after it learned epoch 2 and fetched on."""
     A, B, F = 1, 2, 3
-    cluster.elect(A, isr=[A, B, F])
-    cluster.produce(["m0", "m1"])
-    cluster.replicate(B, F, rounds=2)
-    cluster.produce(["m2"])
-    cluster.replicate(F, rounds=2)  # B never fetches it
-    cluster.elect(B, isr=[A, B], followers=[A])  # F misses this epoch
-    cluster.replicate(A, rounds=1)
-    cluster.produce(["m3"])
-    cluster.replicate(A, rounds=2)
-    cluster.elect(A, isr=[A, B], followers=[B])  # ... and, for now, this one
+    _f_misses_epoch_1(cluster)
+    cluster.elect(A, isr=[A, B], followers=[B])  # ... and, for now, epoch 2 as well
     cluster.produce(["m4"])
     cluster.replicate(B, rounds=2)
     cluster.fetch_round(F)  # the zombie's fetch, as the follower of epoch 0
