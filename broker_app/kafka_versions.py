@@ -120,41 +120,35 @@ VERSIONS: tuple[KafkaVersion, ...] = (
          "0.8.2 (KAFKA-1028, KAFKA-1555): min.insync.replicas refuses acks=all appends but does "
          "not gate the HW; a follower truncates to its own HW (KAFKA-1211); unclean election "
          "on by default", epochs="false", isr_join="high-watermark", restart="leader-change",
-         fencing="false", diverging="update",
-         eligibility="false"),
+         fencing="false", diverging="update", eligibility="false"),
     _row("0.11", "kip-101", "eager", "false", "false", "false",
          "KIP-101 (KAFKA-1211): truncation by leader epoch (OffsetsForLeaderEpoch); KIP-106: "
          "unclean.leader.election.enable defaults to false", epochs="false",
          isr_join="high-watermark", restart="leader-change", fencing="false",
-         diverging="update",
-         eligibility="false"),
+         diverging="update", eligibility="false"),
     _row("2.0", "kip-279", "eager", "false", "false", "false",
          "KIP-279 (KAFKA-6361): OffsetsForLeaderEpoch answers with the leader's largest epoch "
          "<= the requested one, the follower iterates", epochs="false",
          isr_join="high-watermark", restart="leader-change", fencing="false",
-         diverging="update",
-         eligibility="false"),
+         diverging="update", eligibility="false"),
     _row("2.0.1", "kip-279", "eager", "false", "false", "false",
          "KAFKA-7128: a follower joins the ISR only once it reached the start of the leader's "
          "epoch, not just the HW (L15); KAFKA-7164: a follower that missed an epoch of the "
          "same leader reconciles its log again (L16)", epochs="false", fencing="false",
-         diverging="update",
-         eligibility="false"),
+         diverging="update", eligibility="false"),
     _row("2.1", "kip-279", "eager", "false", "false", "false",
          "KIP-320 (KAFKA-7395): follower requests carry the leader epoch they follow, and a "
          "leader in another epoch refuses them: a zombie follower's stale fetch no longer "
          "appends the new epoch's batches after a tail it should have truncated (L18)",
-         epochs="false", diverging="update",
-         eligibility="false"),
+         epochs="false", diverging="update", eligibility="false"),
     _row("2.7", "kip-279", "maximal", "false", "false", "false",
          "KIP-497 (KAFKA-8836): AlterIsr, the leader counts the maximal ISR; KIP-595 adds "
          "Fetch v12 LastFetchedEpoch/DivergingEpoch (used by KRaft only)", epochs="false",
-         diverging="update",
-         eligibility="false"),
+         diverging="update", eligibility="false"),
     _row("2.8", "diverging-epoch", "maximal", "false", "false", "false",
          "KAFKA-10554: the replica fetcher truncates from the Fetch response's DivergingEpoch "
-         "instead of OffsetsForLeaderEpoch round trips", epochs="false", diverging="update",
-         eligibility="false"),
+         "instead of OffsetsForLeaderEpoch round trips", epochs="false",
+         diverging="update", eligibility="false"),
     _row("3.0", "diverging-epoch", "maximal", "false", "false", "false",
          "KAFKA-13141 (also 2.7.2, 2.8.1): a leader answering a follower's fetch with "
          "DivergingEpoch no longer records its fetch offset as the follower's log end, which "

@@ -136,7 +136,8 @@ class MetadataImage:
         return self.topics_by_id.get(key)
 
     def is_live(self, broker_id: int) -> bool:
-        """Registered and unfenced: eligible to lead and to be in an ISR."""
+        """Registered, unfenced and not shutting down: eligible to lead (and, KIP-841, to join
+        an ISR: may_join_isr)."""
         b = self.brokers.get(broker_id)
         return b is not None and not b.fenced and not b.in_controlled_shutdown
 
@@ -147,10 +148,10 @@ class MetadataImage:
         stopped the broker's fetchers (StopReplica), so it never looked caught up again;
         KRaft's 3.0-3.2, whose shutting-down brokers kept fetching and could rejoin, is not
         modelled."""
+        if not fenced_ok:
+            return self.is_live(broker_id)
         b = self.brokers.get(broker_id)
-        if b is None or b.in_controlled_shutdown:
-            return False
-        return fenced_ok or not b.fenced
+        return b is not None and not b.in_controlled_shutdown
 
     def broker_config(self, broker_id: int, name: str) -> str | None:
         """Dynamic broker config `name` as broker `broker_id` sees it (KIP-226): its own,

@@ -46,8 +46,9 @@ an invariant that is not enforced is still recorded, with enforced=False, and re
   switches (`controller-activation: on-election`, L11; `raft-vote-log-check: none`, L13;
   `fenced-in-isr` also not with `isr-eligibility: false`, before KIP-841, L20): a
   controller deciding on a stale or diverged metadata image commits what a correct one never
-  would (L11 legacy commits an ISR naming a fenced broker). KIP-841 is not a switch here
-  (always on); the ELR switch only decides how strict `fenced-in-isr` is (see above).
+  would (L11 legacy commits an ISR naming a fenced broker). Otherwise KIP-841's eligibility
+  (`isr-eligibility`) decides whether it holds at all, and the ELR switch how strict
+  `fenced-in-isr` is (see above).
 - `isr-holds-hw`: only when the HW means "replicated to every ISR member": truncation by
   leader epoch that reconciles logs (`kip-279` or `diverging-epoch`; `high-watermark`, L1/L2,
   and `kip-101`, the fast double failover, leave a follower with another batch below the
