@@ -16,12 +16,11 @@ An observer (not a voter) is only ever Unattached or Follower: while Unattached 
 timer is reused as the time of its next probe, a Fetch to a random voter whose answer names
 the leader.
 
-Deviation: only Leader and Follower hold a high watermark here, so a voter forgets what it knew
-was committed at each election (Kafka's QuorumState hands state.highWatermark() to every new
-state but Resigned, and a follower refuses a DivergingEpoch below it). L13's legacy story relies
-on this (the surviving voter truncates the committed shrink): with Kafka's behaviour that voter
-refuses the truncation, so L13 legacy needs a new story (a voter that holds the shrink without
-knowing it is committed) before the high watermark can be carried over.
+The high watermark is carried from state to state (Kafka's QuorumState hands
+state.highWatermark() to every new state but Resigned, whose leader's knowledge is not kept; a
+new Leader starts without one until it commits in its epoch), and a follower refuses a
+DivergingEpoch below it (raft_client). It is not persisted: a voter that restarts does not
+know what was committed until a leader tells it (Kafka's initial states take none).
 """
 
 from __future__ import annotations
@@ -65,6 +64,7 @@ class MemoryQuorumStateStore:
 class UnattachedState:
     epoch: int
     election_deadline_ms: int
+    high_watermark: int | None = None
 
 
 @dataclass
@@ -72,6 +72,7 @@ class VotedState:
     epoch: int
     voted_id: int
     election_deadline_ms: int
+    high_watermark: int | None = None
 
 
 @dataclass
@@ -83,6 +84,7 @@ class CandidateState:
     rejected: set[int] = field(default_factory=set)
     backoff_until_ms: int | None = None  # set once this election is lost: wait, then retry
     vote_retry_ms: dict[int, int] = field(default_factory=dict)  # voter -> when to resend
+    high_watermark: int | None = None
 
 
 @dataclass
@@ -93,6 +95,7 @@ class ProspectiveState:
     granted: set[int] = field(default_factory=set)
     rejected: set[int] = field(default_factory=set)
     vote_retry_ms: dict[int, int] = field(default_factory=dict)
+    high_watermark: int | None = None
 
 
 @dataclass
@@ -153,6 +156,12 @@ class QuorumState:
             return self.config.node_id
         return None
 
+    @property
+    def high_watermark(self) -> int | None:
+        """What this voter knows is committed (None: nothing yet in this incarnation, or it
+        resigned its leadership)."""
+        return getattr(self.state, "high_watermark", None)
+
     def election_deadline(self, now_ms: int) -> int:
         """Kafka's randomized election timer: uniform in [timeout, 2 * timeout). An observer
         probes for the leader at once instead."""
@@ -185,13 +194,14 @@ class QuorumState:
         else:
             deadline = self.election_deadline(now_ms)
         self._persist(epoch)
-        self.state = UnattachedState(epoch, deadline)
+        self.state = UnattachedState(epoch, deadline, self.high_watermark)
 
     def to_voted(self, candidate_id: int, now_ms: int) -> None:
         if not isinstance(self.state, UnattachedState) or not self.config.is_voter:
             raise RuntimeError(f"cannot vote from {type(self.state).__name__}")
         self._persist(self.epoch, voted_id=candidate_id)
-        self.state = VotedState(self.epoch, candidate_id, self.election_deadline(now_ms))
+        self.state = VotedState(self.epoch, candidate_id, self.election_deadline(now_ms),
+                                self.high_watermark)
 
     def to_prospective(self, now_ms: int) -> None:
         """Ask for pre-votes (KIP-996). Nothing is persisted: the epoch does not change."""
@@ -199,7 +209,8 @@ class QuorumState:
             raise RuntimeError("an observer never stands for election")
         leader = self.state.leader_id if isinstance(self.state, FollowerState) else None
         self.state = ProspectiveState(self.epoch, leader, self.election_deadline(now_ms),
-                                      granted={self.config.node_id})
+                                      granted={self.config.node_id},
+                                      high_watermark=self.high_watermark)
 
     def prospective_lost(self, now_ms: int) -> None:
         """A pre-vote without a majority: back to the leader we knew (fetch again), or wait a
@@ -208,10 +219,11 @@ class QuorumState:
         assert isinstance(s, ProspectiveState)
         self.failed_elections += 1
         if s.leader_id is not None:
-            self.state = FollowerState(s.epoch, s.leader_id, now_ms + self.config.fetch_timeout_ms)
+            self.state = FollowerState(s.epoch, s.leader_id, now_ms + self.config.fetch_timeout_ms,
+                                       s.high_watermark)
         else:
             backoff = self.election_backoff(self.failed_elections)
-            self.state = UnattachedState(s.epoch, now_ms + backoff)
+            self.state = UnattachedState(s.epoch, now_ms + backoff, s.high_watermark)
 
     def candidate_lost(self, now_ms: int) -> None:
         """The election was lost or timed out: back off a random, growing time."""
@@ -226,7 +238,8 @@ class QuorumState:
         epoch = self.epoch + 1
         self._persist(epoch, voted_id=self.config.node_id)
         self.state = CandidateState(epoch, self.failed_elections, self.election_deadline(now_ms),
-                                    granted={self.config.node_id})
+                                    granted={self.config.node_id},
+                                    high_watermark=self.high_watermark)
 
     def to_leader(self, epoch_start_offset: int, now_ms: int) -> LeaderState:
         if not isinstance(self.state, CandidateState):
@@ -242,7 +255,8 @@ class QuorumState:
             raise RuntimeError("a voter never follows itself")
         self._persist(epoch, leader_id=leader_id)
         self.failed_elections = 0
-        self.state = FollowerState(epoch, leader_id, now_ms + self.config.fetch_timeout_ms)
+        self.state = FollowerState(epoch, leader_id, now_ms + self.config.fetch_timeout_ms,
+                                   self.high_watermark)
 
     def to_resigned(self, preferred_successors: tuple[int, ...], now_ms: int) -> None:
         if not isinstance(self.state, LeaderState):

@@ -150,10 +150,7 @@ class KafkaRaftClient:
 
     @property
     def high_watermark(self) -> int | None:
-        state = self.quorum.state
-        if isinstance(state, LeaderState | FollowerState):
-            return state.high_watermark
-        return None
+        return self.quorum.high_watermark
 
     def deadline_ms(self) -> int:
         """When poll() must run next (it may run earlier)."""

@@ -3,9 +3,11 @@ seeded in-test network), and the committed-log comparison that catches it.
 
 Exact interleaving (Kafka 3.x elections, no pre-vote): voter C is cut off and its failed
 elections raise its epoch; the active controller commits a CreateTopics with B (the client is
-answered: committed); the active controller is cut from B and C and dies before B learns the
-commit; B and C meet. raft-vote-log-check=strict (Raft, KIP-595): B refuses C's shorter log
-and B leads with the record, 10 seeds of 10. =none (hypothetical bug switch, no Kafka
+answered: committed); the active controller is cut from B and C and dies, and B restarts, so
+it holds the record without knowing it is committed (a voter's high watermark is not persisted;
+one that knows refuses a truncation below it, as Kafka's KafkaRaftClient does); B and C meet.
+raft-vote-log-check=strict (Raft, KIP-595): B refuses C's shorter log and B leads with the
+record, 10 seeds of 10. =none (hypothetical bug switch, no Kafka
 release): B votes for C, C leads and B truncates the committed record away, the restarted old
 leader follows, 10 seeds of 10.
 `committed_log_divergence` over what each voter's state machine applied in the whole run
@@ -53,6 +55,9 @@ def lose_a_committed_topic(seed: int, vote_log_check: bool):
     net.old_leader = leader
     net.partition({leader}, {b, c})
     net.crash(leader)
+    net.crash(b)
+    net.restart(b)
+    assert net.nodes[b].client.high_watermark is None
     new = net.active()
     net.heal()
     net.restart(leader)
