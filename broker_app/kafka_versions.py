@@ -9,9 +9,10 @@ Contract:
   are strings; booleans are "true"/"false". add_switch_arguments gives each process one flag
   per switch it takes, switch_fields turns the flags into its config fields.
 - VERSIONS is the table: each row is a Kafka release, the value of EVERY switch in it, and what
-  changed in it with its KIP/JIRA. A release not listed behaves like the nearest listed one
-  below it; only listed releases are accepted. DEFAULT_VERSION (4.1) is today's Kafka: the
-  "fixed" behaviour.
+  changed in it with its KIP/JIRA. It is written as a changelog (_CHANGES: the oldest
+  release's values, then the switches each release changed). A release not listed behaves like
+  the nearest listed one below it; only listed releases are accepted. DEFAULT_VERSION (4.1)
+  is today's Kafka: the "fixed" behaviour.
 - `resolve(version, explicit)` is the preset of `version` (None: DEFAULT_VERSION) with each
   explicit switch replacing its one field: an explicit switch always wins over the preset.
   The one combination refused is eligible-leader-replicas=true with strict-min-isr=false:
@@ -100,84 +101,86 @@ class KafkaVersion:
     changes: str  # what this release changed, citing KIP/JIRA
 
 
-def _row(version: str, truncation: str, isr_update: str, strict: str, elr: str, unclean: str,
-         changes: str, epochs: str = "true", pre_vote: str = "false",
-         isr_join: str = "epoch-start", restart: str = "epoch-change", fencing: str = "true",
-         diverging: str = "skip", eligibility: str = "true") -> KafkaVersion:  # fmt: skip
-    # Defaulted last: `epochs` (isr-broker-epochs, KIP-903) is "false" below 3.5, `pre_vote`
-    # (KIP-996) "true" from 4.0; below 2.1 `isr_join` is "high-watermark" (KAFKA-7128),
-    # `restart` (follower-restart) "leader-change" (KAFKA-7164), `fencing`
-    # (leader-epoch-fencing) "false" (KIP-320); below 3.0 `diverging`
-    # (diverging-fetch-state) "update" (KAFKA-13141); below 3.3 `eligibility`
-    # (isr-eligibility) "false" (KIP-841).
-    values = (truncation, isr_update, isr_join, restart, diverging, fencing, strict, elr,
-              unclean, eligibility, epochs, pre_vote)
-    return KafkaVersion(version, dict(zip(SWITCH_NAMES, values, strict=True)), changes)
+# The oldest release's value of every switch.
+_OLDEST: dict[str, str] = {
+    "truncation": "high-watermark", "isr-update": "eager", "isr-join": "high-watermark",
+    "follower-restart": "leader-change", "diverging-fetch-state": "update",
+    "leader-epoch-fencing": "false", "strict-min-isr": "false",
+    "eligible-leader-replicas": "false", "unclean-leader-election": "true",
+    "isr-eligibility": "false", "isr-broker-epochs": "false", "pre-vote": "false",
+}  # fmt: skip
 
-
-VERSIONS: tuple[KafkaVersion, ...] = (
-    _row("0.8", "high-watermark", "eager", "false", "false", "true",
-         "0.8.2 (KAFKA-1028, KAFKA-1555): min.insync.replicas refuses acks=all appends but does "
-         "not gate the HW; a follower truncates to its own HW (KAFKA-1211); unclean election "
-         "on by default", epochs="false", isr_join="high-watermark", restart="leader-change",
-         fencing="false", diverging="update", eligibility="false"),
-    _row("0.11", "kip-101", "eager", "false", "false", "false",
-         "KIP-101 (KAFKA-1211): truncation by leader epoch (OffsetsForLeaderEpoch); KIP-106: "
-         "unclean.leader.election.enable defaults to false", epochs="false",
-         isr_join="high-watermark", restart="leader-change", fencing="false",
-         diverging="update", eligibility="false"),
-    _row("2.0", "kip-279", "eager", "false", "false", "false",
-         "KIP-279 (KAFKA-6361): OffsetsForLeaderEpoch answers with the leader's largest epoch "
-         "<= the requested one, the follower iterates", epochs="false",
-         isr_join="high-watermark", restart="leader-change", fencing="false",
-         diverging="update", eligibility="false"),
-    _row("2.0.1", "kip-279", "eager", "false", "false", "false",
-         "KAFKA-7128: a follower joins the ISR only once it reached the start of the leader's "
-         "epoch, not just the HW (L15); KAFKA-7164: a follower that missed an epoch of the "
-         "same leader reconciles its log again (L16)", epochs="false", fencing="false",
-         diverging="update", eligibility="false"),
-    _row("2.1", "kip-279", "eager", "false", "false", "false",
-         "KIP-320 (KAFKA-7395): follower requests carry the leader epoch they follow, and a "
-         "leader in another epoch refuses them: a zombie follower's stale fetch no longer "
-         "appends the new epoch's batches after a tail it should have truncated (L18)",
-         epochs="false", diverging="update", eligibility="false"),
-    _row("2.7", "kip-279", "maximal", "false", "false", "false",
-         "KIP-497 (KAFKA-8836): AlterIsr, the leader counts the maximal ISR; KIP-595 adds "
-         "Fetch v12 LastFetchedEpoch/DivergingEpoch (used by KRaft only)", epochs="false",
-         diverging="update", eligibility="false"),
-    _row("2.8", "diverging-epoch", "maximal", "false", "false", "false",
-         "KAFKA-10554: the replica fetcher truncates from the Fetch response's DivergingEpoch "
-         "instead of OffsetsForLeaderEpoch round trips", epochs="false",
-         diverging="update", eligibility="false"),
-    _row("3.0", "diverging-epoch", "maximal", "false", "false", "false",
-         "KAFKA-13141 (also 2.7.2, 2.8.1): a leader answering a follower's fetch with "
-         "DivergingEpoch no longer records its fetch offset as the follower's log end, which "
-         "let the HW pass offsets the follower held other batches at (L17)", epochs="false",
-         eligibility="false"),
-    _row("3.3", "diverging-epoch", "maximal", "false", "false", "false",
-         "KIP-841 (KAFKA-13916): fenced or shutting-down replicas stay out of the ISR (L20); "
-         "the last member is kept (always on here)", epochs="false"),
-    _row("3.5", "diverging-epoch", "maximal", "false", "false", "false",
-         "KIP-903 (KAFKA-14139, KAFKA-14617): AlterPartition v3 carries each ISR member's broker "
-         "epoch; the controller refuses a stale one (INELIGIBLE_REPLICA), so a replica that "
-         "restarted with an emptied log cannot rejoin the ISR on its predecessor's progress"),
-    _row("3.7", "diverging-epoch", "maximal", "true", "false", "false",
-         "KIP-966 part (KAFKA-15583): the HW advances only while ISR >= min.insync.replicas, "
-         "which every check caps at the replica count (effectiveMinIsr: acks=all to RF=3 "
-         "with min.insync=4 is served, not refused); "
-         "KAFKA-15582/15586: the clean-shutdown marker and PreviousBrokerEpoch"),
-    _row("3.9", "diverging-epoch", "maximal", "true", "false", "false",
-         "no ELR yet: the last ISR member is elected even after an unclean shutdown "
-         "(L10's loss)"),
-    _row("4.0", "diverging-epoch", "maximal", "true", "false", "false",
-         "KIP-966: eligible leader replicas available, opt-in "
-         "(eligible.leader.replicas.version=1); KIP-996 (KAFKA-16164): KRaft pre-vote",
-         pre_vote="true"),
-    _row("4.1", "diverging-epoch", "maximal", "true", "true", "false",
-         "KIP-966: eligible leader replicas on by default for new clusters; unclean-shutdown "
-         "brokers leave every ISR and ELR; the last known leader is elected when ISR and ELR "
-         "are empty", pre_vote="true"),
+# Each release: the switches it changed, and what changed, citing KIP/JIRA. A release's whole
+# set is the one below it with its changes applied: the table reads as Kafka's changelog.
+_CHANGES: tuple[tuple[str, dict[str, str], str], ...] = (
+    ("0.8", {},
+     "0.8.2 (KAFKA-1028, KAFKA-1555): min.insync.replicas refuses acks=all appends but does "
+     "not gate the HW; a follower truncates to its own HW (KAFKA-1211); unclean election "
+     "on by default"),
+    ("0.11", {"truncation": "kip-101", "unclean-leader-election": "false"},
+     "KIP-101 (KAFKA-1211): truncation by leader epoch (OffsetsForLeaderEpoch); KIP-106: "
+     "unclean.leader.election.enable defaults to false"),
+    ("2.0", {"truncation": "kip-279"},
+     "KIP-279 (KAFKA-6361): OffsetsForLeaderEpoch answers with the leader's largest epoch "
+     "<= the requested one, the follower iterates"),
+    ("2.0.1", {"isr-join": "epoch-start", "follower-restart": "epoch-change"},
+     "KAFKA-7128: a follower joins the ISR only once it reached the start of the leader's "
+     "epoch, not just the HW (L15); KAFKA-7164: a follower that missed an epoch of the "
+     "same leader reconciles its log again (L16)"),
+    ("2.1", {"leader-epoch-fencing": "true"},
+     "KIP-320 (KAFKA-7395): follower requests carry the leader epoch they follow, and a "
+     "leader in another epoch refuses them: a zombie follower's stale fetch no longer "
+     "appends the new epoch's batches after a tail it should have truncated (L18)"),
+    ("2.7", {"isr-update": "maximal"},
+     "KIP-497 (KAFKA-8836): AlterIsr, the leader counts the maximal ISR; KIP-595 adds "
+     "Fetch v12 LastFetchedEpoch/DivergingEpoch (used by KRaft only)"),
+    ("2.8", {"truncation": "diverging-epoch"},
+     "KAFKA-10554: the replica fetcher truncates from the Fetch response's DivergingEpoch "
+     "instead of OffsetsForLeaderEpoch round trips"),
+    ("3.0", {"diverging-fetch-state": "skip"},
+     "KAFKA-13141 (also 2.7.2, 2.8.1): a leader answering a follower's fetch with "
+     "DivergingEpoch no longer records its fetch offset as the follower's log end, which "
+     "let the HW pass offsets the follower held other batches at (L17)"),
+    ("3.3", {"isr-eligibility": "true"},
+     "KIP-841 (KAFKA-13916): fenced or shutting-down replicas stay out of the ISR (L20); "
+     "the last member is kept (always on here)"),
+    ("3.5", {"isr-broker-epochs": "true"},
+     "KIP-903 (KAFKA-14139, KAFKA-14617): AlterPartition v3 carries each ISR member's broker "
+     "epoch; the controller refuses a stale one (INELIGIBLE_REPLICA), so a replica that "
+     "restarted with an emptied log cannot rejoin the ISR on its predecessor's progress"),
+    ("3.7", {"strict-min-isr": "true"},
+     "KIP-966 part (KAFKA-15583): the HW advances only while ISR >= min.insync.replicas, "
+     "which every check caps at the replica count (effectiveMinIsr: acks=all to RF=3 "
+     "with min.insync=4 is served, not refused); "
+     "KAFKA-15582/15586: the clean-shutdown marker and PreviousBrokerEpoch"),
+    ("3.9", {},
+     "no ELR yet: the last ISR member is elected even after an unclean shutdown "
+     "(L10's loss)"),
+    ("4.0", {"pre-vote": "true"},
+     "KIP-966: eligible leader replicas available, opt-in "
+     "(eligible.leader.replicas.version=1); KIP-996 (KAFKA-16164): KRaft pre-vote"),
+    ("4.1", {"eligible-leader-replicas": "true"},
+     "KIP-966: eligible leader replicas on by default for new clusters; unclean-shutdown "
+     "brokers leave every ISR and ELR; the last known leader is elected when ISR and ELR "
+     "are empty"),
 )
+
+
+def _releases() -> tuple[KafkaVersion, ...]:
+    if list(_OLDEST) != list(SWITCH_NAMES):
+        raise KafkaVersionError("version table: _OLDEST must give every switch, in order")
+    values = dict(_OLDEST)
+    out = []
+    for version, changes, text in _CHANGES:
+        for name, value in changes.items():
+            if name not in _BY_NAME or value not in _BY_NAME[name].choices:
+                raise KafkaVersionError(f"version table, {version}: bad switch {name}={value}")
+        values.update(changes)
+        out.append(KafkaVersion(version, dict(values), text))
+    return tuple(out)
+
+
+VERSIONS: tuple[KafkaVersion, ...] = _releases()
 KNOWN_VERSIONS: tuple[str, ...] = tuple(v.version for v in VERSIONS)
 DEFAULT_VERSION = "4.1"
 _BY_VERSION = {v.version: v for v in VERSIONS}
