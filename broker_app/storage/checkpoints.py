@@ -8,15 +8,16 @@ entry per line, every line ending in "\\n":
 
 Writes are atomic: write `<name>.tmp`, fsync, rename over the file, fsync the directory.
 A missing file reads as empty. A malformed file raises CheckpointError naming file and line.
+All I/O goes through a FileSystem (fs.py), the machine's unless one is given.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import NamedTuple
 
 from .errors import CheckpointError
+from .fs import OS_FS, FileSystem
 from .topic_partition import TopicPartition
 
 CURRENT_VERSION = 0
@@ -31,28 +32,28 @@ class EpochEntry(NamedTuple):
     start_offset: int
 
 
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def fsync_dir(path: Path, fs: FileSystem = OS_FS) -> None:
+    fs.fsync_dir(path)
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str, fs: FileSystem = OS_FS) -> None:
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
-def _read_lines(path: Path) -> list[str] | None:
+    data = text.encode("utf-8")
+    fd = fs.open(tmp)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        fs.truncate(fd, 0)
+        fs.pwrite(fd, data, 0)
+        fs.fsync(fd)
+    finally:
+        fs.close(fd)
+    fs.replace(tmp, path)
+    fs.fsync_dir(path.parent)
+
+
+def _read_lines(path: Path, fs: FileSystem) -> list[str] | None:
+    try:
+        text = fs.read_bytes(path).decode("utf-8")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError as exc:
@@ -100,8 +101,9 @@ def _ints(path: Path, lineno: int, fields: list[str], names: list[str]) -> list[
 class OffsetCheckpointFile:
     """(topic, partition) -> offset: replication-offset- and recovery-point-offset-checkpoint."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, fs: FileSystem = OS_FS) -> None:
         self.path = Path(path)
+        self.fs = fs
 
     def write(self, offsets: dict[tuple[str, int], int]) -> None:
         lines = [str(CURRENT_VERSION), str(len(offsets))]
@@ -109,10 +111,10 @@ class OffsetCheckpointFile:
             if not topic or any(c.isspace() for c in topic):
                 raise CheckpointError(f"{self.path}: topic name {topic!r} cannot be written")
             lines.append(f"{topic} {partition} {offset}")
-        write_atomically(self.path, "\n".join(lines) + "\n")
+        write_atomically(self.path, "\n".join(lines) + "\n", self.fs)
 
     def read(self) -> dict[tuple[str, int], int]:
-        lines = _read_lines(self.path)
+        lines = _read_lines(self.path, self.fs)
         if lines is None:
             return {}
         _parse_header(self.path, lines)
@@ -131,16 +133,17 @@ class OffsetCheckpointFile:
 class LeaderEpochCheckpointFile:
     """leader-epoch-checkpoint: ordered (epoch, start_offset) entries."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, fs: FileSystem = OS_FS) -> None:
         self.path = Path(path)
+        self.fs = fs
 
     def write(self, entries: list[EpochEntry] | list[tuple[int, int]]) -> None:
         lines = [str(CURRENT_VERSION), str(len(entries))]
         lines += [f"{epoch} {offset}" for epoch, offset in entries]
-        write_atomically(self.path, "\n".join(lines) + "\n")
+        write_atomically(self.path, "\n".join(lines) + "\n", self.fs)
 
     def read(self) -> list[EpochEntry]:
-        lines = _read_lines(self.path)
+        lines = _read_lines(self.path, self.fs)
         if lines is None:
             return []
         _parse_header(self.path, lines)

@@ -11,17 +11,21 @@ A descriptor returned by `fd` is valid until the next call into the cache, so th
 thread uses it at once and never keeps it. Work handed to another thread (an fsync off the
 loop) holds `with f.pinned() as fd:` instead: a pinned file is never evicted, and closing it
 waits until the last pin is released. The cache's bookkeeping is guarded by a lock.
+
+Each FileSystem (fs.py) has one cache, `fs.files`, whose descriptors are that file system's;
+FILE_CACHE is the machine's.
 """
 
 from __future__ import annotations
 
-import os
 import resource
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from .fs import OS_FS, FileSystem
 
 
 def default_capacity() -> int:
@@ -33,8 +37,9 @@ def default_capacity() -> int:
 
 
 class FileCache:
-    def __init__(self, capacity: int | None = None) -> None:
+    def __init__(self, capacity: int | None = None, fs: FileSystem | None = None) -> None:
         self.capacity = capacity or default_capacity()
+        self.fs = fs if fs is not None else OS_FS
         self._open: OrderedDict[CachedFile, int] = OrderedDict()
         self._pins: Counter[CachedFile] = Counter()
         self._closing: set[CachedFile] = set()  # closed while pinned: close at last unpin
@@ -59,9 +64,9 @@ class FileCache:
                 if len(self._open) < self.capacity:
                     break
                 if not self._pins[old]:
-                    os.close(self._open.pop(old))
+                    self.fs.close(self._open.pop(old))
                     self.evictions += 1
-        fd = os.open(f.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self.fs.open(f.path)
         self.opens += 1
         self._open[f] = fd
         return fd
@@ -92,10 +97,18 @@ class FileCache:
     def _close_locked(self, f: CachedFile) -> None:
         fd = self._open.pop(f, None)
         if fd is not None:
-            os.close(fd)
+            self.fs.close(fd)
+
+    def forget_all(self) -> None:
+        """The file system lost every descriptor (a simulated power loss): drop them without
+        closing; the next use of a file opens it again."""
+        with self._lock:
+            self._open.clear()
+            self._pins.clear()
+            self._closing.clear()
 
 
-FILE_CACHE = FileCache()  # the process's one cache (the broker's segments and indexes)
+FILE_CACHE = OS_FS.files  # the machine's one cache (the broker's segments and indexes)
 
 
 class CachedFile:

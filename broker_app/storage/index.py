@@ -8,18 +8,18 @@ Contract:
 - The file holds exactly the entries (no preallocation); `truncate_to(o)` drops entries with
   offset >= o. `load()` refuses an inconsistent file with IndexCorruptError, and the segment
   then rebuilds the index from the log (Kafka's sanity check + rebuild on recovery).
-- Writes go to the OS page cache; `flush()` fsyncs. Not thread-safe.
+- Writes go to the page cache of its FileSystem (fs.py); `flush()` fsyncs. Not thread-safe.
 """
 
 from __future__ import annotations
 
 import bisect
-import os
 import struct
 from pathlib import Path
 
 from .errors import StorageError
 from .file_cache import CachedFile
+from .fs import OS_FS, FileSystem
 
 ENTRY = struct.Struct(">ii")
 ENTRY_SIZE = ENTRY.size  # 8
@@ -31,14 +31,15 @@ class IndexCorruptError(StorageError):
 
 
 class OffsetIndex:
-    def __init__(self, path: Path, base_offset: int) -> None:
+    def __init__(self, path: Path, base_offset: int, fs: FileSystem = OS_FS) -> None:
         self.path = Path(path)
         self.base_offset = base_offset
+        self._fs = fs
         self._offsets: list[int] = []
         self._positions: list[int] = []
         # Opened on demand through the bounded fd cache (file_cache.py); touched now so the
         # file exists from construction on, as before.
-        self._file = CachedFile(self.path)
+        self._file = CachedFile(self.path, fs.files)
         self._file.fd  # noqa: B018 - creates the file
 
     @property
@@ -49,10 +50,10 @@ class OffsetIndex:
 
     def load(self, max_position: int) -> None:
         """Read entries from disk, checking them against a log of `max_position` bytes."""
-        size = os.fstat(self._fd).st_size
+        size = self._fs.size(self._fd)
         if size % ENTRY_SIZE:
             raise IndexCorruptError(f"{self.path}: size {size} is not a multiple of {ENTRY_SIZE}")
-        data = os.pread(self._fd, size, 0)
+        data = self._fs.pread(self._fd, size, 0)
         offsets: list[int] = []
         positions: list[int] = []
         for i, (rel, pos) in enumerate(ENTRY.iter_unpack(data)):
@@ -72,7 +73,7 @@ class OffsetIndex:
         """Drop all entries (before a rebuild)."""
         self._offsets.clear()
         self._positions.clear()
-        os.ftruncate(self._fd, 0)
+        self._fs.truncate(self._fd, 0)
 
     # --- queries ---------------------------------------------------------------------
 
@@ -109,7 +110,7 @@ class OffsetIndex:
             )
         if not self.can_append_offset(offset):
             raise IndexCorruptError(f"{self.path}: offset {offset} does not fit a relative i32")
-        os.pwrite(self._fd, ENTRY.pack(offset - self.base_offset, position),
+        self._fs.pwrite(self._fd, ENTRY.pack(offset - self.base_offset, position),
                   len(self._offsets) * ENTRY_SIZE)  # fmt: skip
         self._offsets.append(offset)
         self._positions.append(position)
@@ -119,14 +120,14 @@ class OffsetIndex:
         keep = bisect.bisect_left(self._offsets, offset)
         del self._offsets[keep:]
         del self._positions[keep:]
-        os.ftruncate(self._fd, keep * ENTRY_SIZE)
+        self._fs.truncate(self._fd, keep * ENTRY_SIZE)
 
     def flush(self) -> None:
         with self._file.pinned() as fd:
-            os.fsync(fd)
+            self._fs.fsync(fd)
 
     def dup_fd(self) -> int:
-        return os.dup(self._fd)
+        return self._fs.dup(self._fd)
 
     def close(self) -> None:
         self._file.close()

@@ -40,7 +40,6 @@ from __future__ import annotations
 import bisect
 import functools
 import logging
-import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +56,7 @@ from .checkpoints import (
 )
 from .epoch_cache import LeaderEpochCache
 from .errors import CheckpointError, CorruptRecordError, KafkaStorageError
+from .fs import OS_FS, FileSystem
 from .log_validator import DEFAULT_TIMESTAMP_AFTER_MAX_MS, DEFAULT_TIMESTAMP_BEFORE_MAX_MS
 from .producer_state import ProducerStateManager
 from .records import DEFAULT_MAX_DECOMPRESSED_BYTES, BatchHeader, decode_records
@@ -123,8 +123,10 @@ class Log(EpochsAndHighWatermark):
         segments: list[LogSegment],
         recovery_point: int,
         epoch_cache: LeaderEpochCache | None = None,
+        fs: FileSystem = OS_FS,
     ) -> None:
         self.dir = Path(dir)
+        self.fs = fs
         self.config = config
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
@@ -162,6 +164,7 @@ class Log(EpochsAndHighWatermark):
         recovery_point: int = 0,
         *,
         had_clean_shutdown: bool = False,
+        fs: FileSystem = OS_FS,
     ) -> Log:
         """Load (or create) the log in `dir`, recovering everything after `recovery_point`.
 
@@ -170,16 +173,17 @@ class Log(EpochsAndHighWatermark):
         """
         config = config or LogConfig()
         dir = Path(dir)
-        dir.mkdir(parents=True, exist_ok=True)
-        for stray in dir.glob("*.tmp"):
-            stray.unlink(missing_ok=True)  # half-written checkpoints from a crash
-        bases = sorted(
-            int(p.stem) for p in dir.glob("*.log") if len(p.stem) == 20 and p.stem.isdigit()
-        )
+        fs.mkdirs(dir)
+        names = fs.listdir(dir)
+        for name in names:
+            if name.endswith(".tmp"):
+                fs.unlink(dir / name)  # half-written checkpoints from a crash
+        stems = [n[: -len(".log")] for n in names if n.endswith(".log")]
+        bases = sorted(int(stem) for stem in stems if len(stem) == 20 and stem.isdigit())
         log_names = {f"{b:020d}" for b in bases}
-        for idx in dir.glob("*.index"):
-            if idx.stem not in log_names:
-                idx.unlink(missing_ok=True)  # index without its log: Kafka deletes it too
+        for name in names:
+            if name.endswith(".index") and name[: -len(".index")] not in log_names:
+                fs.unlink(dir / name)  # index without its log: Kafka deletes it too
         segments: list[LogSegment] = []
         problems: list[str] = []
         lost_data = False  # a segment was cut: records this replica once held are gone
@@ -188,12 +192,12 @@ class Log(EpochsAndHighWatermark):
             may_hold_unflushed = next_base is None or next_base > recovery_point
             if next_base is not None and (had_clean_shutdown or not may_hold_unflushed):
                 # Trusted, but a file that does not frame cleanly is recovered anyway.
-                seg = LogSegment.open(dir, base, config.index_interval_bytes)
+                seg = LogSegment.open(dir, base, config.index_interval_bytes, fs)
                 truncated = seg.truncated_on_open
                 if seg.index_problem and not truncated:
                     problems.append(f"rebuilt the index: {seg.index_problem}")
             else:
-                seg = LogSegment(dir, base, config.index_interval_bytes)
+                seg = LogSegment(dir, base, config.index_interval_bytes, fs)
                 truncated = seg.recover()
             if seg.recovery_problem:
                 problems.append(seg.recovery_problem)
@@ -202,7 +206,7 @@ class Log(EpochsAndHighWatermark):
             if truncated and next_base is not None:
                 # Everything after a corrupt batch is unreachable: delete later segments.
                 for later in bases[i + 1 :]:
-                    LogSegment(dir, later, config.index_interval_bytes).delete()
+                    LogSegment(dir, later, config.index_interval_bytes, fs).delete()
                 problems.append(f"deleted the segments from offset {next_base} on (they "
                                 f"follow the cut)")  # fmt: skip
                 break
@@ -215,22 +219,22 @@ class Log(EpochsAndHighWatermark):
         ):
             segments.pop().delete()
         if not segments:
-            segments.append(LogSegment(dir, 0, config.index_interval_bytes))
-            fsync_dir(dir)
-        epoch_checkpoint = LeaderEpochCheckpointFile(dir / LEADER_EPOCH_CHECKPOINT)
+            segments.append(LogSegment(dir, 0, config.index_interval_bytes, fs))
+            fsync_dir(dir, fs)
+        epoch_checkpoint = LeaderEpochCheckpointFile(dir / LEADER_EPOCH_CHECKPOINT, fs)
         try:
-            if not epoch_checkpoint.path.exists() and any(not g.is_empty for g in segments):
+            if not fs.exists(epoch_checkpoint.path) and any(not g.is_empty for g in segments):
                 raise CheckpointError(f"{epoch_checkpoint.path}: missing beside records")
             epoch_cache = LeaderEpochCache(epoch_checkpoint)
         except CheckpointError as exc:
             problems.append(f"{exc}; rebuilt the leader epochs from the batches")
             epoch_cache = _epoch_cache_from_batches(epoch_checkpoint, segments)
-        log = cls(dir, config, segments, recovery_point, epoch_cache)
+        log = cls(dir, config, segments, recovery_point, epoch_cache, fs)
         log.recovery_problems = problems
         log.recovery_cut_data = lost_data
         for problem in problems:
             _logger.error("%s: damaged on disk, repaired at start-up: %s", dir.name, problem)
-        log._start_offset = _read_start_offset(dir / LOG_START_OFFSET_FILE)
+        log._start_offset = _read_start_offset(dir / LOG_START_OFFSET_FILE, fs)
         log.high_watermark = log.log_start_offset
         if had_clean_shutdown:
             log.recovery_point = log.log_end_offset
@@ -268,7 +272,7 @@ class Log(EpochsAndHighWatermark):
         if offset <= self.log_start_offset:
             return False
         self._start_offset = offset
-        write_atomically(self.dir / LOG_START_OFFSET_FILE, f"{offset}\n")
+        write_atomically(self.dir / LOG_START_OFFSET_FILE, f"{offset}\n", self.fs)
         while len(self._segments) > 1 and self._segments[1].base_offset <= offset:
             self._segments.pop(0).delete()
             self._bases.pop(0)
@@ -339,8 +343,8 @@ class Log(EpochsAndHighWatermark):
             self.flush()
 
     def _add_segment(self, base_offset: int) -> LogSegment:
-        seg = LogSegment(self.dir, base_offset, self.config.index_interval_bytes)
-        fsync_dir(self.dir)
+        seg = LogSegment(self.dir, base_offset, self.config.index_interval_bytes, self.fs)
+        fsync_dir(self.dir, self.fs)
         self._segments.append(seg)
         self._bases.append(base_offset)
         return seg
@@ -461,7 +465,7 @@ class Log(EpochsAndHighWatermark):
         self._segments, self._bases = [], []
         self._add_segment(offset)
         self._start_offset = offset
-        (self.dir / LOG_START_OFFSET_FILE).unlink(missing_ok=True)
+        self.fs.unlink(self.dir / LOG_START_OFFSET_FILE)
         self.leader_epoch_cache.clear_and_flush()
         self.producer_state.truncate_fully()
         self.high_watermark = offset
@@ -505,7 +509,7 @@ class Log(EpochsAndHighWatermark):
             if seg.base_offset < target and seg.next_offset > self.recovery_point
             for fd in seg.dup_fds()
         ]
-        return FlushJob(target, self._generation, fds)
+        return FlushJob(target, self._generation, fds, fs=self.fs)
 
     def complete_flush(self, job: FlushJob) -> None:
         if job.error is not None:
@@ -526,10 +530,10 @@ class Log(EpochsAndHighWatermark):
 
     def delete(self) -> None:
         self.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.fs.rmtree(self.dir)
         parent = self.dir.parent
-        if parent.exists():
-            fsync_dir(parent)
+        if self.fs.exists(parent):
+            fsync_dir(parent, self.fs)
 
     def __repr__(self) -> str:
         return (
@@ -554,11 +558,11 @@ def _epoch_cache_from_batches(
     return LeaderEpochCache(checkpoint)
 
 
-def _read_start_offset(path: Path) -> int:
+def _read_start_offset(path: Path, fs: FileSystem) -> int:
     """The log start a DeleteRecords left (0 when none, or the file is unreadable: the first
     segment's base offset then applies, which only ever exposes more records, never fewer)."""
     try:
-        return max(int(path.read_text().strip() or 0), 0)
+        return max(int(fs.read_bytes(path).decode().strip() or 0), 0)
     except (FileNotFoundError, ValueError):
         return 0
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,6 +41,7 @@ from .checkpoints import (
     fsync_dir,
 )
 from .errors import CheckpointError, InvalidTopicError, KafkaStorageError
+from .fs import OS_FS, FileSystem
 from .log import Log, LogConfig
 from .topic_partition import TopicPartition
 
@@ -56,17 +56,20 @@ class LogManager:
     """The file-backed LogStore (storage.replica_log); build it with `LogManager.open`."""
 
     def __init__(self, log_dir: Path, config: LogConfig | None = None,
-                 wall_clock_ms: Callable[[], int] | None = None) -> None:  # fmt: skip
+                 wall_clock_ms: Callable[[], int] | None = None,
+                 fs: FileSystem = OS_FS) -> None:  # fmt: skip
         """State only, no file I/O: `open` loads the directory. `wall_clock_ms` (the broker's
-        clock seam, broker_app/clock.py) is every log's wall clock; None keeps Log's own."""
+        clock seam, broker_app/clock.py) is every log's wall clock; None keeps Log's own.
+        `fs` is the disk (storage/fs.py), the machine's unless given."""
         self.log_dir = Path(log_dir)
         self.config = config or LogConfig()
         self.wall_clock_ms = wall_clock_ms
+        self.fs = fs
         self.replication_checkpoint = OffsetCheckpointFile(
-            self.log_dir / REPLICATION_OFFSET_CHECKPOINT
+            self.log_dir / REPLICATION_OFFSET_CHECKPOINT, fs
         )
         self.recovery_checkpoint = OffsetCheckpointFile(
-            self.log_dir / RECOVERY_POINT_OFFSET_CHECKPOINT
+            self.log_dir / RECOVERY_POINT_OFFSET_CHECKPOINT, fs
         )
         self._logs: dict[TopicPartition, Log] = {}
         # What the last replication-offset-checkpoint held: after a crash each log restarts from
@@ -78,13 +81,15 @@ class LogManager:
 
     @classmethod
     def open(cls, log_dir: Path, config: LogConfig | None = None,
-             wall_clock_ms: Callable[[], int] | None = None) -> LogManager:  # fmt: skip
+             wall_clock_ms: Callable[[], int] | None = None,
+             fs: FileSystem = OS_FS) -> LogManager:  # fmt: skip
         """Open every log in `log_dir` (recovering after an unclean stop)."""
-        mgr = cls(log_dir, config, wall_clock_ms)
-        mgr.log_dir.mkdir(parents=True, exist_ok=True)
+        mgr = cls(log_dir, config, wall_clock_ms, fs)
+        fs.mkdirs(mgr.log_dir)
         marker = mgr.log_dir / CLEAN_SHUTDOWN_FILE
-        mgr.had_clean_shutdown = marker.exists()
-        mgr.previous_broker_epoch = _read_marker_epoch(marker) if mgr.had_clean_shutdown else -1
+        mgr.had_clean_shutdown = fs.exists(marker)
+        mgr.previous_broker_epoch = (_read_marker_epoch(marker, fs) if mgr.had_clean_shutdown
+                                     else -1)  # fmt: skip
         mgr._load_logs()
         cut = sorted(tp.dir_name for tp, lg in mgr._logs.items() if lg.recovery_cut_data)
         if mgr.had_clean_shutdown and cut:
@@ -92,8 +97,8 @@ class LogManager:
                           "from %s", ", ".join(cut))  # fmt: skip
             mgr.previous_broker_epoch = -1
         if mgr.had_clean_shutdown:
-            marker.unlink()
-            fsync_dir(mgr.log_dir)
+            fs.unlink(marker)
+            fsync_dir(mgr.log_dir, fs)
         return mgr
 
     def _load_logs(self) -> None:
@@ -101,11 +106,13 @@ class LogManager:
         high_watermarks = _read_or_empty(
             self.replication_checkpoint, "each high watermark starts at its log start"
         )
-        for d in sorted(self.log_dir.iterdir()):
-            if not d.is_dir():
+        fs = self.fs
+        for name in fs.listdir(self.log_dir):
+            d = self.log_dir / name
+            if not fs.isdir(d):
                 continue
-            if _DELETE_DIR.fullmatch(d.name):
-                shutil.rmtree(d, ignore_errors=True)  # a deletion interrupted by a crash
+            if _DELETE_DIR.fullmatch(name):
+                fs.rmtree(d)  # a deletion interrupted by a crash
                 continue
             try:
                 tp = TopicPartition.parse_dir_name(d.name)
@@ -116,6 +123,7 @@ class LogManager:
                 self.config,
                 recovery_points.get(tp, 0),
                 had_clean_shutdown=self.had_clean_shutdown,
+                fs=fs,
             )
             log.update_high_watermark(high_watermarks.get(tp, log.log_start_offset))
             self._adopt(log)
@@ -139,9 +147,9 @@ class LogManager:
                 )
             if partition < 0:
                 raise InvalidTopicError(f"partition {partition} of topic {topic!r} is negative")
-            log = Log.open(self.log_dir / tp.dir_name, self.config)
+            log = Log.open(self.log_dir / tp.dir_name, self.config, fs=self.fs)
             self._adopt(log)
-            fsync_dir(self.log_dir)
+            fsync_dir(self.log_dir, self.fs)
             self._logs[tp] = log
         return log
 
@@ -193,8 +201,9 @@ class LogManager:
         for log in self._logs.values():
             log.close()
         marker = self.log_dir / CLEAN_SHUTDOWN_FILE
-        marker.write_text(json.dumps({"version": 0, "broker_epoch": broker_epoch}))
-        fsync_dir(self.log_dir)
+        self.fs.write_bytes(marker, json.dumps({"version": 0, "broker_epoch": broker_epoch})
+                            .encode())  # fmt: skip
+        fsync_dir(self.log_dir, self.fs)
         self._closed = True
 
 
@@ -206,11 +215,11 @@ def _read_or_empty(checkpoint: OffsetCheckpointFile, fallback: str) -> dict[Topi
         return {}
 
 
-def _read_marker_epoch(marker: Path) -> int:
+def _read_marker_epoch(marker: Path, fs: FileSystem) -> int:
     """The broker epoch in a clean-shutdown marker; -1 for an empty or foreign marker (a
     marker without an epoch cannot vouch for the broker's registration)."""
     try:
-        data = json.loads(marker.read_text(encoding="utf-8") or "{}")
+        data = json.loads(fs.read_bytes(marker).decode("utf-8") or "{}")
     except (OSError, UnicodeDecodeError, ValueError):
         return -1
     epoch = data.get("broker_epoch") if isinstance(data, dict) else None

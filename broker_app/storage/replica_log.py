@@ -16,7 +16,6 @@ survives a crash even when the data it describes does not; reopening truncates i
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -25,6 +24,7 @@ from .append import LogAppendInfo
 from .checkpoints import EpochEntry
 from .epoch_cache import LeaderEpochCache
 from .errors import OffsetOutOfRangeError
+from .fs import OS_FS, FileSystem
 from .records import BatchHeader
 from .retention import RetentionUnit
 from .topic_partition import TopicPartition
@@ -58,17 +58,19 @@ class FlushJob:
     generation: int  # the log's truncation generation at begin_flush
     fds: list[int] = field(default_factory=list)
     error: OSError | None = None
+    fs: FileSystem = OS_FS  # whose descriptors `fds` are
+
 
     def run(self) -> None:
         try:
             for fd in self.fds:
-                os.fsync(fd)
+                self.fs.fsync(fd)
         except OSError as exc:
             self.error = exc
         finally:
             for fd in self.fds:
                 with contextlib.suppress(OSError):
-                    os.close(fd)
+                    self.fs.close(fd)
             self.fds = []
 
 

@@ -18,12 +18,12 @@ Contract:
   they are served, and a bad one raises CorruptRecordError naming file, position and offset.
   Deviation: Kafka serves stored bytes unchecked (zero-copy sendfile) and leaves detection
   to the consumer's check.crcs and to the follower's append validation.
-- Plain synchronous I/O via pread/pwrite on one fd; `flush()` fsyncs. Not thread-safe.
+- Plain synchronous I/O via pread/pwrite on one descriptor of its FileSystem (fs.py);
+  `flush()` fsyncs. Not thread-safe.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +31,7 @@ from pathlib import Path
 
 from .errors import CorruptRecordError, KafkaStorageError
 from .file_cache import CachedFile
+from .fs import OS_FS, FileSystem
 from .index import IndexCorruptError, OffsetIndex
 from .records import (
     LOG_OVERHEAD,
@@ -64,17 +65,19 @@ class BatchPosition:
 
 
 class LogSegment:
-    def __init__(self, dir: Path, base_offset: int, index_interval_bytes: int = 4096) -> None:
+    def __init__(self, dir: Path, base_offset: int, index_interval_bytes: int = 4096,
+                 fs: FileSystem = OS_FS) -> None:  # fmt: skip
         self.dir = Path(dir)
+        self.fs = fs
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.log_path = self.dir / segment_file_name(base_offset, ".log")
         self.index_path = self.dir / segment_file_name(base_offset, ".index")
         # Opened on demand through the bounded fd cache (file_cache.py); touched now so the
         # file exists from construction on, as before.
-        self._file = CachedFile(self.log_path)
-        self.size = os.fstat(self._fd).st_size
-        self.index = OffsetIndex(self.index_path, base_offset)
+        self._file = CachedFile(self.log_path, fs.files)
+        self.size = fs.size(self._fd)
+        self.index = OffsetIndex(self.index_path, base_offset, fs)
         self._bytes_since_last_index_entry = 0
         self.next_offset = base_offset  # exact after load()/recover()/append
         self.max_timestamp = -1
@@ -94,12 +97,13 @@ class LogSegment:
     # --- opening ---------------------------------------------------------------------
 
     @classmethod
-    def open(cls, dir: Path, base_offset: int, index_interval_bytes: int = 4096) -> LogSegment:
+    def open(cls, dir: Path, base_offset: int, index_interval_bytes: int = 4096,
+             fs: FileSystem = OS_FS) -> LogSegment:  # fmt: skip
         """Open an existing (or new, empty) segment trusting its contents (clean part of a log).
 
         The index is sanity-checked and rebuilt if it does not fit the log file.
         """
-        seg = cls(dir, base_offset, index_interval_bytes)
+        seg = cls(dir, base_offset, index_interval_bytes, fs)
         try:
             seg.index.load(seg.size)
             seg.next_offset = seg._read_next_offset()
@@ -133,7 +137,7 @@ class LogSegment:
         end = self.size if end is None else end
         pos = start
         while pos + RECORD_BATCH_OVERHEAD <= end:
-            head = os.pread(self._fd, 27, pos)
+            head = self.fs.pread(self._fd, 27, pos)
             base, length = _PREFIX.unpack_from(head, 0)
             size = LOG_OVERHEAD + length
             if length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
@@ -153,9 +157,9 @@ class LogSegment:
         """
         pos = start_position
         while pos + LOG_OVERHEAD <= self.size:
-            _, length = _PREFIX.unpack_from(os.pread(self._fd, LOG_OVERHEAD, pos), 0)
+            _, length = _PREFIX.unpack_from(self.fs.pread(self._fd, LOG_OVERHEAD, pos), 0)
             want = min(max(_SCAN_CHUNK, LOG_OVERHEAD + length), self.size - pos)
-            chunk = os.pread(self._fd, want, pos)
+            chunk = self.fs.pread(self._fd, want, pos)
             consumed = 0
             for h, view in iter_batches(chunk, allow_partial_tail=True):
                 yield h, view, pos + consumed
@@ -172,7 +176,7 @@ class LogSegment:
         """
         pos = 0
         while pos + RECORD_BATCH_OVERHEAD <= self.size:
-            chunk = os.pread(self._fd, min(_HEADER_CHUNK, self.size - pos), pos)
+            chunk = self.fs.pread(self._fd, min(_HEADER_CHUNK, self.size - pos), pos)
             cpos = 0
             while cpos + RECORD_BATCH_OVERHEAD <= len(chunk):
                 _, length = _PREFIX.unpack_from(chunk, cpos)
@@ -206,7 +210,7 @@ class LogSegment:
             (max_ts,) = struct.unpack_from(">q", view, pos + 35)
             self.max_timestamp = max(self.max_timestamp, max_ts)
             pos += size
-        written = os.pwrite(self._fd, records, position)
+        written = self.fs.pwrite(self._fd, records, position)
         if written != len(records):
             raise KafkaStorageError(f"{self.log_path}: short write {written}/{len(records)}")
         if self.verified_end == position:
@@ -252,7 +256,7 @@ class LogSegment:
             out_end = bp.position + bp.size
         if out_end == first.position:
             return b""
-        data = os.pread(self._fd, out_end - first.position, first.position)
+        data = self.fs.pread(self._fd, out_end - first.position, first.position)
         if out_end > self.verified_end:
             self._verify(data, first.position)
         return data
@@ -276,7 +280,7 @@ class LogSegment:
             self.verified_end = max(self.verified_end, position + len(view))
 
     def read_all(self) -> bytes:
-        return os.pread(self._fd, self.size, 0)
+        return self.fs.pread(self._fd, self.size, 0)
 
     # --- truncation / recovery -------------------------------------------------------
 
@@ -292,7 +296,7 @@ class LogSegment:
         return removed
 
     def _truncate_at(self, position: int) -> None:
-        os.ftruncate(self._fd, position)
+        self.fs.truncate(self._fd, position)
         self.size = position
         self.verified_end = min(self.verified_end, position)
         # Conservative: the next append gets an index entry soon after truncation.
@@ -348,14 +352,14 @@ class LogSegment:
         """Like batches() but raises on a corrupt length instead of stopping silently."""
         pos = 0
         while pos + LOG_OVERHEAD <= self.size:
-            head = os.pread(self._fd, RECORD_BATCH_OVERHEAD, pos)
+            head = self.fs.pread(self._fd, RECORD_BATCH_OVERHEAD, pos)
             if len(head) < RECORD_BATCH_OVERHEAD:
                 return
             _, length = _PREFIX.unpack_from(head, 0)
             size = LOG_OVERHEAD + length
             if length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD or pos + size > self.size:
                 return
-            data = os.pread(self._fd, size, pos)
+            data = self.fs.pread(self._fd, size, pos)
             h = parse_header(data)
             yield h, memoryview(data), pos
             pos += size
@@ -368,13 +372,13 @@ class LogSegment:
 
     def flush(self) -> None:
         with self._file.pinned() as fd:  # safe if a caller runs it off the event loop
-            os.fsync(fd)
+            self.fs.fsync(fd)
         self.index.flush()
 
     def dup_fds(self) -> list[int]:
         """Duplicates of the log and index descriptors, for an fsync in another thread (the
         caller closes them; they stay valid if this segment is closed or deleted meanwhile)."""
-        return [os.dup(self._fd), self.index.dup_fd()]
+        return [self.fs.dup(self._fd), self.index.dup_fd()]
 
     def close(self) -> None:
         self._file.close()
@@ -383,7 +387,7 @@ class LogSegment:
     def delete(self) -> None:
         self.close()
         for p in (self.log_path, self.index_path):
-            p.unlink(missing_ok=True)
+            self.fs.unlink(p)
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path.name}, size={self.size}, next_offset={self.next_offset})"

@@ -1,8 +1,12 @@
-"""One contract for every ReplicaLog: the file Log and the in-memory MemoryLog run the same tests.
+"""One contract for every ReplicaLog: the file Log (on the machine's disk and on the simulated
+disk of storage/fs.py) and the in-memory MemoryLog run the same tests.
 
-`store.reopen()` is a process restart (the page cache survives): both keep every append.
-MemoryLog alone can also model a power loss (`MemoryDisk.crash`): the last tests check that
-unflushed appends are lost and flushed ones kept, which the file Log cannot show in-process.
+`store.reopen()` is a process restart (the page cache survives): all keep every append.
+A power loss (MemoryDisk.crash for MemoryLog, MemoryFileSystem.power_loss for the file Log)
+loses unflushed appends and keeps flushed ones: the last tests. One difference between the
+two models: the file Log's truncation, like a real disk's and the containers' FUSE layer's,
+is durable only once fsynced, so a power loss can bring truncated batches back; MemoryLog
+makes a truncation durable at once.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from broker_app.storage import (
     OffsetOutOfRangeError,
     UnexpectedAppendOffsetError,
 )
+from broker_app.storage.fs import MemoryFileSystem
 from broker_app.storage.memory_log import MemoryDisk, MemoryLog
 from broker_app.storage.records import iter_batches
 from broker_app.storage.replica_log import (
@@ -33,15 +38,21 @@ CFG = LogConfig(segment_bytes=1024, index_interval_bytes=100, max_batch_bytes=40
 
 
 class FileStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, fs=None) -> None:
         self.dir = root / "t-0"
-        self.log: Log = Log.open(self.dir, CFG)
+        self.fs = fs
+        self.log: Log = self._open(0)
+
+    def _open(self, recovery_point: int) -> Log:
+        if self.fs is None:
+            return Log.open(self.dir, CFG, recovery_point)
+        return Log.open(self.dir, CFG, recovery_point, fs=self.fs)
 
     def reopen(self) -> ReplicaLog:
         """Process restart without a clean shutdown: recover from the last recovery point."""
         rp = self.log.recovery_point
         self.log.close()
-        self.log = Log.open(self.dir, CFG, rp)
+        self.log = self._open(rp)
         return self.log
 
 
@@ -56,9 +67,14 @@ class MemoryStore:
         return self.log
 
 
-@pytest.fixture(params=["file", "memory"])
+@pytest.fixture(params=["file", "file-on-memory-fs", "memory"])
 def store(request: pytest.FixtureRequest, tmp_path: Path):
-    s = FileStore(tmp_path) if request.param == "file" else MemoryStore(tmp_path)
+    if request.param == "file":
+        s = FileStore(tmp_path)
+    elif request.param == "file-on-memory-fs":
+        s = FileStore(Path("/sim/broker-1"), MemoryFileSystem())
+    else:
+        s = MemoryStore(tmp_path)
     try:
         yield s
     finally:
@@ -283,6 +299,58 @@ def test_memory_partial_flush_and_truncation_bound_what_survives(mkbatch) -> Non
     disk.crash()
     log = MemoryLog.open(disk, CFG)
     assert read_all(log) == [(0, 1)]
+
+
+# --- the file Log on the simulated disk: the same page-cache rule -----------------------------
+
+ROOT = Path("/sim/broker-1/t-0")
+
+
+def test_file_log_power_loss_loses_unflushed_appends_and_keeps_flushed_ones(mkbatch) -> None:
+    fs = MemoryFileSystem()
+    log = Log.open(ROOT, CFG, fs=fs)
+    log.append_as_leader(mkbatch(2), 1)
+    log.append_as_leader(mkbatch(2), 1)
+    log.flush()
+    log.append_as_leader(mkbatch(2), 2)  # epoch 2 starts at 4, checkpointed at once
+    log.append_as_leader(mkbatch(2), 2)
+    assert fs.power_loss() > 0
+    log = Log.open(ROOT, CFG, 4, fs=fs)
+    assert read_all(log) == [(0, 1), (2, 3)]
+    assert log.recovery_point == 4
+    # The epoch checkpoint survived; reopening cut it back to the surviving LEO.
+    assert log.epoch_entries == [(1, 0)]
+    assert log.high_watermark == 0
+
+
+def test_file_log_truncation_is_undone_by_a_power_loss_until_fsynced(mkbatch) -> None:
+    fs = MemoryFileSystem()
+    log = Log.open(ROOT, CFG, fs=fs)
+    for _ in range(4):
+        log.append_as_leader(mkbatch(2), 0)
+    log.flush()
+    log.truncate_to(2)
+    log.append_as_leader(mkbatch(1), 0)
+    fs.power_loss()
+    # The segment's last fsync held all four batches: they are back (recovered from 0).
+    assert read_all(Log.open(ROOT, CFG, 0, fs=fs)) == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    log = Log.open(ROOT, CFG, fs=fs)
+    log.truncate_to(2)
+    log.flush()  # nothing above the recovery point: the truncation is not synced by this
+    log.append_as_leader(mkbatch(1), 0)
+    log.flush()  # the segment's fsync makes the truncation and the new batch durable
+    fs.power_loss()
+    assert read_all(Log.open(ROOT, CFG, 0, fs=fs)) == [(0, 1), (2, 2)]
+
+
+def test_file_log_flush_every_batch_survives_power_loss(mkbatch) -> None:
+    fs = MemoryFileSystem()
+    cfg = LogConfig(flush_every_batch=True)
+    log = Log.open(ROOT, cfg, fs=fs)
+    log.append_as_leader(mkbatch(2), 0)
+    log.append_as_follower(mkbatch(1, base_offset=2, epoch=0))
+    assert fs.power_loss() == 0
+    assert read_all(Log.open(ROOT, cfg, fs=fs)) == [(0, 1), (2, 2)]
 
 
 def test_memory_flush_every_batch_survives_crash(mkbatch) -> None:
