@@ -24,6 +24,7 @@ Contract:
 
 from __future__ import annotations
 
+import bisect
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from .records import (
 _PREFIX = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 _LAST_DELTA_AT = 23
+_SCAN_PREFIX = _LAST_DELTA_AT + _LAST_DELTA.size  # what _scan_positions reads of each batch
 _SCAN_CHUNK = 1 << 16
 _HEADER_CHUNK = 1 << 20
 _PRODUCER_ID = struct.Struct(">q")
@@ -87,6 +89,12 @@ class LogSegment:
         # Bytes [0, verified_end) were CRC-checked by this process (recovered or appended);
         # read() checks anything beyond before serving it.
         self.verified_end = 0
+        # Every batch from the index's last entry on, kept in memory (None: not built since
+        # the last truncation or recovery): what translate_offset would otherwise scan for
+        # each read near the log end. Bounded by index_interval_bytes plus one batch.
+        self._tail: list[BatchPosition] | None = None
+        self._tail_lasts: list[int] = []
+        self._tail_positions: list[int] = []
 
     @property
     def _fd(self) -> int:
@@ -133,22 +141,33 @@ class LogSegment:
     # --- scanning --------------------------------------------------------------------
 
     def _scan_positions(self, start: int, end: int | None = None) -> Iterator[BatchPosition]:
-        """Walk batch prefixes from `start` without reading bodies. Stops at a torn tail."""
+        """Walk batch prefixes from `start` without reading bodies. Stops at a torn tail.
+
+        Reads up to _SCAN_CHUNK bytes at a time and parses the prefixes in memory: a read near
+        the log end scans from the index entry before it (up to index_interval_bytes of small
+        batches), one read instead of one per batch."""
         end = self.size if end is None else end
         pos = start
         while pos + RECORD_BATCH_OVERHEAD <= end:
-            head = self.fs.pread(self._fd, 27, pos)
-            base, length = _PREFIX.unpack_from(head, 0)
-            size = LOG_OVERHEAD + length
-            if length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
-                raise CorruptRecordError(
-                    f"{self.log_path}: batchLength {length} out of range at position {pos}"
-                )
-            if pos + size > end:
-                return
-            (delta,) = _LAST_DELTA.unpack_from(head, _LAST_DELTA_AT)
-            yield BatchPosition(base, base + delta, pos, size)
-            pos += size
+            chunk = self.fs.pread(self._fd, min(_SCAN_CHUNK, end - pos), pos)
+            n = len(chunk)
+            cpos = 0
+            while cpos + _SCAN_PREFIX <= n and pos + cpos + RECORD_BATCH_OVERHEAD <= end:
+                base, length = _PREFIX.unpack_from(chunk, cpos)
+                size = LOG_OVERHEAD + length
+                if length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
+                    raise CorruptRecordError(
+                        f"{self.log_path}: batchLength {length} out of range at position "
+                        f"{pos + cpos}"
+                    )
+                if pos + cpos + size > end:
+                    return
+                (delta,) = _LAST_DELTA.unpack_from(chunk, cpos + _LAST_DELTA_AT)
+                yield BatchPosition(base, base + delta, pos + cpos, size)
+                cpos += size
+            if cpos == 0:
+                return  # the file is shorter than its size says: a torn tail
+            pos += cpos
 
     def batches(self, start_position: int = 0) -> Iterator[tuple[BatchHeader, memoryview, int]]:
         """Yield (header, batch view, position) for whole batches from `start_position`.
@@ -206,6 +225,12 @@ class LogSegment:
             if self._bytes_since_last_index_entry > self.index_interval_bytes:
                 self.index.append(base + delta, position + pos)
                 self._bytes_since_last_index_entry = 0
+                if self._tail is not None:
+                    self._tail, self._tail_lasts, self._tail_positions = [], [], []
+            if self._tail is not None:
+                self._tail.append(BatchPosition(base, base + delta, position + pos, size))
+                self._tail_lasts.append(base + delta)
+                self._tail_positions.append(position + pos)
             self._bytes_since_last_index_entry += size
             (max_ts,) = struct.unpack_from(">q", view, pos + 35)
             self.max_timestamp = max(self.max_timestamp, max_ts)
@@ -224,10 +249,35 @@ class LogSegment:
     def translate_offset(self, offset: int, starting_position: int = 0) -> BatchPosition | None:
         """First batch with last_offset >= `offset`, at or after `starting_position`."""
         _, pos = self.index.lookup(offset)
+        if pos == self.index.last_entry[1]:  # the scan would walk the tail: look it up
+            tail = self._tail_batches()
+            i = max(bisect.bisect_left(self._tail_lasts, offset),
+                    bisect.bisect_left(self._tail_positions, starting_position))  # fmt: skip
+            return tail[i] if i < len(tail) else None
         for bp in self._scan_positions(max(pos, starting_position)):
             if bp.last_offset >= offset:
                 return bp
         return None
+
+    def _tail_batches(self) -> list[BatchPosition]:
+        if self._tail is None:
+            tail = list(self._scan_positions(self.index.last_entry[1]))
+            self._tail = tail
+            self._tail_lasts = [bp.last_offset for bp in tail]
+            self._tail_positions = [bp.position for bp in tail]
+        return self._tail
+
+    def _positions_from(self, first: BatchPosition, end: int) -> Iterator[BatchPosition]:
+        """The batches from `first` (found by translate_offset) on, ending before `end`."""
+        tail = self._tail
+        if tail and first.position >= tail[0].position:
+            i = bisect.bisect_left(self._tail_positions, first.position)
+            for bp in tail[i:]:
+                if bp.position + bp.size > end:
+                    return
+                yield bp
+            return
+        yield from self._scan_positions(first.position, end)
 
     def read(
         self,
@@ -248,7 +298,7 @@ class LogSegment:
         limit = self.size if max_position is None else min(max_position, self.size)
         budget = max(max_bytes, first.size) if min_one_batch else max_bytes
         out_end = first.position
-        for bp in self._scan_positions(first.position, limit):
+        for bp in self._positions_from(first, limit):
             if max_offset is not None and bp.last_offset >= max_offset:
                 break
             if bp.position + bp.size - first.position > budget:
@@ -292,10 +342,12 @@ class LogSegment:
         removed = self.size - bp.position
         self._truncate_at(bp.position)
         self.index.truncate_to(offset)
+        self._tail = None
         self.next_offset = self._read_next_offset()
         return removed
 
     def _truncate_at(self, position: int) -> None:
+        self._tail = None
         self.fs.truncate(self._fd, position)
         self.size = position
         self.verified_end = min(self.verified_end, position)
@@ -308,6 +360,7 @@ class LogSegment:
         Returns the number of bytes truncated; `recovery_problem` says why and where.
         """
         self.recovery_problem = None
+        self._tail = None
         self.index.reset()
         self._bytes_since_last_index_entry = 0
         self.max_timestamp = -1
@@ -346,6 +399,7 @@ class LogSegment:
             self._bytes_since_last_index_entry = 0
         self.verified_end = self.size
         self.next_offset = next_offset
+        self._tail = None
         return truncated
 
     def _validated_batches(self) -> Iterator[tuple[BatchHeader, memoryview, int]]:
