@@ -28,28 +28,42 @@ def partitions(run_dir: Path) -> list[str]:
 
 def replica_logs(run_dir: Path, partition: str = "t-0") -> dict[str, dict[int, str]]:
     """node -> {offset: value} from data/<node>/**/<partition>/*.log (valid batches only)."""
-    from broker_app.storage.errors import CorruptRecordError
-    from broker_app.storage.records import compute_crc, decode_records, iter_batches
-
     out: dict[str, dict[int, str]] = {}
     data = run_dir / "data"
     if not data.is_dir():
         return out
     for node_dir in sorted(p for p in data.iterdir() if p.is_dir()):
-        log: dict[int, str] = {}
-        for seg in sorted(node_dir.rglob(f"{partition}/*.log")):
-            try:
-                for h, view in iter_batches(seg.read_bytes(), allow_partial_tail=True):
-                    if h.magic != 2 or compute_crc(view) != h.crc:
-                        continue
-                    for r in decode_records(view):
-                        log[r.offset] = "" if r.value is None else r.value.decode("utf-8",
-                                                                                  "replace")
-            except CorruptRecordError:
-                continue  # a torn tail: what came before it is kept
+        segments = [seg.read_bytes() for seg in sorted(node_dir.rglob(f"{partition}/*.log"))]
+        log = values(valid_batches(segments))
         if log:
             out[node_dir.name] = log
     return out
+
+
+def valid_batches(segments: list[bytes]) -> list[tuple[Any, memoryview]]:
+    """(header, view) of every batch of the segment files' bytes, in order, that is whole,
+    magic v2 and passes its CRC: a torn tail is skipped, as recovery would; what came before
+    it is kept."""
+    from broker_app.storage.errors import CorruptRecordError
+    from broker_app.storage.records import compute_crc, iter_batches
+
+    out: list[tuple[Any, memoryview]] = []
+    for seg in segments:
+        try:
+            for h, view in iter_batches(seg, allow_partial_tail=True):
+                if h.magic == 2 and compute_crc(view) == h.crc:
+                    out.append((h, view))
+        except CorruptRecordError:
+            continue
+    return out
+
+
+def values(batches: list[tuple[Any, memoryview]]) -> dict[int, str]:
+    """offset -> value (UTF-8, replacing what does not decode) of the batches' records."""
+    from broker_app.storage.records import decode_records
+
+    return {r.offset: "" if r.value is None else r.value.decode("utf-8", "replace")
+            for _h, view in batches for r in decode_records(view)}  # fmt: skip
 
 
 def diverged_offsets(logs: dict[str, dict[int, str]]) -> dict[int, dict[str, str]]:

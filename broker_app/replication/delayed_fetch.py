@@ -72,11 +72,14 @@ class DelayedFetch(DelayedOperation):
             partition = self._lookup(key)
             if partition is None:
                 return self.force_complete()
-            # Reading at most what is still missing keeps the check cheap (whole batches
-            # only, so it may read one batch more than needed).
+            # One byte missing (fetch.min.bytes=1, the replicas' and the clients' default):
+            # whether anything is readable is enough, and nothing is read, as Kafka's
+            # tryComplete compares offsets. More: read at most what is missing (whole
+            # batches only, so it may read one batch more than needed).
+            want = self.min_bytes - accumulated
             result = partition.read_for_fetch(
                 status.fetch_offset,
-                self.min_bytes - accumulated,
+                want if want > 1 else 0,
                 status.isolation,
                 last_fetched_epoch=status.last_fetched_epoch,
                 current_leader_epoch=status.current_leader_epoch,
@@ -84,7 +87,7 @@ class DelayedFetch(DelayedOperation):
             )
             if result.error != Errors.NONE or result.diverging_epoch is not None:
                 return self.force_complete()
-            accumulated += len(result.records)
+            accumulated += len(result.records) if want > 1 else int(result.readable)
             if accumulated >= self.min_bytes:
                 return self.force_complete()
         return False

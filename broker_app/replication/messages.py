@@ -89,6 +89,9 @@ class FetchPartitionResult:
     log_end_offset: int = -1
     records: bytes = b""
     diverging_epoch: EpochEndOffset | None = None
+    # Records are readable at the fetch offset (below the HW, or the LEO for a replica),
+    # whether or not this answer carries them (DelayedFetch asks with max_bytes 0).
+    readable: bool = False
 
 
 @dataclass(frozen=True)

@@ -664,10 +664,12 @@ class Partition:
         else:
             max_offset = hw
         records = b""
-        if fetch_offset < max_offset and max_bytes > 0:
+        readable = fetch_offset < max_offset
+        if readable and max_bytes > 0:
             records = self.log.read(fetch_offset, max_bytes, max_offset, min_one_batch)
         return FetchPartitionResult(
-            high_watermark=hw, log_start_offset=log_start, log_end_offset=leo, records=records
+            high_watermark=hw, log_start_offset=log_start, log_end_offset=leo, records=records,
+            readable=readable,
         )
 
     # --- observability -----------------------------------------------------------------

@@ -5,7 +5,7 @@ Sans-I/O glue between the request handlers (server/kafka_apis.py), the replicati
 replica fetchers, timers). Every time is a `now_ms` from `self.clock` (required: production
 passes `BrokerClock.monotonic_ms`, the simulator its virtual clock); nothing here awaits.
 Logs come from the LogStore it is given (storage.replica_log): files in production,
-MemoryLogStore in memory.
+MemoryLogStore in memory (unit tests; the simulator runs LogManager on a simulated disk).
 
 - Single node (no controller): `host_single_node` makes this broker leader of a partition with
   replicas = ISR = {self}, leader epoch 0; after an append HW = LEO, so acks=all completes at once.

@@ -1,8 +1,9 @@
 """SimBroker: one broker of the simulator, built from the production classes.
 
 What is the broker's own code and what is the simulator's edge:
-- own code: ReplicaManager (Partition, purgatories, AlterPartitionManager) over a
-  MemoryLogStore on a per-broker BrokerDisk (unsynced appends lost on a simulated power loss),
+- own code: ReplicaManager (Partition, purgatories, AlterPartitionManager) over the
+  production LogManager, Log and LogSegment on a per-broker simulated disk (storage/fs.py's
+  MemoryFileSystem: the containers' page-cache rule, unsynced writes lost on a power loss),
   KafkaApis answering every request (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch,
   Metadata) exactly as in production, BrokerLifecycle for registration and heartbeats,
   MetadataLoader + ReplicaManager.apply_metadata_delta for the controller's metadata, and per
@@ -14,7 +15,8 @@ What is the broker's own code and what is the simulator's edge:
   a fetcher round as FetchPacer allows.
 `stop()` is SIGTERM (controlled shutdown, then flush, checkpoints, clean-shutdown marker);
 `kill()` is SIGKILL (the page
-cache survives: nothing lost); `disk.crash()` afterwards is the power loss.
+cache survives: nothing lost); `fs.power_loss()` afterwards is the power loss. A stopped
+broker's page cache is written out once it is down, as the containers' FUSE layer does.
 Not modelled: the group coordinator's timers (groups are not part of sim workloads), disk
 stalls, the interval flush policy's background thread timing (flushes run inline).
 """
@@ -25,6 +27,7 @@ import logging
 import random
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from broker_app.clock import BrokerClock
@@ -52,8 +55,9 @@ from broker_app.server.kafka_apis import (
     DelayedFetch,
     KafkaApis,
 )
+from broker_app.storage.fs import MemoryFileSystem
 from broker_app.storage.log import LogConfig
-from broker_app.storage.memory_store import BrokerDisk, MemoryLogStore
+from broker_app.storage.log_manager import LogManager
 
 from .events import EventLoop, Process, Timer
 from .network import Network
@@ -96,7 +100,8 @@ class SimBroker:
         self.controllers = (controller,) if isinstance(controller, str) else tuple(controller)
         self._controller_index = 0
         self.process = Process(loop, self.name)
-        self.disk = BrokerDisk()
+        self.fs = MemoryFileSystem()  # the broker's disk: outlives its processes
+        self.data_dir = Path("/sim") / self.name / "data"
         net.add_node(self.name, self.process, self.handle)
         self.replica_manager: ReplicaManager | None = None
         self.loader = MetadataLoader()
@@ -125,14 +130,15 @@ class SimBroker:
     def start(self) -> None:
         cfg = self.config
         self.process.start()
-        store = MemoryLogStore.open(
-            self.disk,
+        store = LogManager.open(
+            self.data_dir,
             LogConfig(
                 segment_bytes=cfg.segment_bytes,
                 max_batch_bytes=cfg.max_message_bytes,
                 flush_every_batch=cfg.flush_every_batch or cfg.flush == "every-batch",
             ),
             wall_clock_ms=self.loop.clock,  # virtual time is the simulated wall clock too
+            fs=self.fs,
         )
         self.store = store
         rm = ReplicaManager(cfg.node_id, store, cfg.behaviour, cfg.replica_lag_time_max_ms,
@@ -215,6 +221,7 @@ class SimBroker:
         self.store.shutdown(lc.broker_epoch)
         self.net.reset_node(self.name)
         self.kill()
+        self.fs.sync_all()  # the FUSE layer writes the page cache out when the broker exits
 
     @property
     def stopping(self) -> bool:

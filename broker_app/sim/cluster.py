@@ -5,8 +5,8 @@ The fault primitives the plan actions map onto (harness/sim/nemesis.py), by node
 - cut(a, b) / heal(): both directions of a link, or every network fault;
 - latency(src, dst, ms, jitter): one direction;
 - kill(node, lose_unsynced): SIGKILL; with lose_unsynced also a power loss of its disk (every
-  batch not fsynced is gone); stop(node): SIGTERM (a broker's controlled shutdown, then its
-  clean shutdown); start(node);
+  write not fsynced is gone: storage/fs.py's MemoryFileSystem); stop(node): SIGTERM (a
+  broker's controlled shutdown, then its clean shutdown); start(node);
 - pause(node) / resume(node): SIGSTOP / SIGCONT;
 - disk_sync(node): the kernel writing a broker's dirty pages out.
 """
@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 
 from broker_app.config import BrokerConfig
 from broker_app.controller.config import ControllerConfig
+from broker_app.storage.errors import CorruptRecordError
+from broker_app.storage.records import iter_batches
+from broker_app.storage.topic_partition import TopicPartition
 
 from .broker import SimBroker, broker_name
 from .controller import SimController
@@ -116,9 +120,9 @@ class SimCluster:
         b.kill()
         if not lose_unsynced:
             return 0
-        lost = {(tp.topic, tp.partition): len(d.batches) - d.synced
-                for tp, d in b.disk.partitions.items() if len(d.batches) > d.synced}  # fmt: skip
-        dropped = b.disk.crash()
+        lost = _batches_not_synced(b.fs.unsynced(b.data_dir))
+        b.fs.power_loss()
+        dropped = sum(lost.values())
         if lost:
             for listener in self.power_loss_listeners:
                 listener(b.node_id, lost)
@@ -156,8 +160,7 @@ class SimCluster:
     def disk_sync(self, name: str) -> None:
         b = self.broker(name)
         if b is not None:
-            for d in b.disk.partitions.values():
-                d.synced = len(d.batches)
+            b.fs.sync_all()
 
     def heal_all(self) -> None:
         """Heal the network, resume and start everything (what a run does before draining)."""
@@ -169,3 +172,39 @@ class SimCluster:
             b = self.broker(name)
             if not p.up or (b is not None and b.stopping):
                 self.start_node(name)
+
+
+def _batches_not_synced(unsynced: dict[str, tuple[bytes, bytes]]) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> how many of its batches in the page cache a power loss drops or
+    changes: those of each segment file that end past what its page cache and disk share."""
+    out: dict[tuple[str, int], int] = {}
+    for path, (cache, disk) in unsynced.items():
+        p = Path(path)
+        if p.suffix != ".log":
+            continue
+        try:
+            tp = TopicPartition.parse_dir_name(p.parent.name)
+        except ValueError:
+            continue
+        same = _common_prefix(cache, disk)
+        n, end = 0, 0
+        try:
+            for h, _ in iter_batches(cache, allow_partial_tail=True):
+                end += h.size
+                n += end > same
+        except CorruptRecordError:
+            pass  # a batch the broker never wrote: count what came before it
+        if n:
+            out[(tp.topic, tp.partition)] = out.get((tp.topic, tp.partition), 0) + n
+    return out
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # slices compare in C: a binary search beats a Python byte loop
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -21,8 +21,7 @@ The invariants (Kafka's names; cf. RaftEventSimulationTest's per-event invariant
   maximal ISR (the ISR the HW counts: KIP-497/KIP-841), over the offsets both logs still
   have (a log start moved by retention or DeleteRecords is not a loss). Checked
   incrementally: each new HW range once; a member again from the start when it joins, its
-  log is truncated (MemoryLog's truncation count: the simulator's logs are MemoryLogs) or
-  reopened by a restart.
+  log is truncated (Log's truncation count, `_generation`) or reopened by a restart.
 - `fetch-livelock`: a follower does not send more than `livelock_fetches` (N) Fetch rounds in
   a row with the same fetch offset and LastFetchedEpoch while its leader is reachable (both
   up, unpaused, the link not cut), still leads in the follower's leader epoch, and has
@@ -169,7 +168,7 @@ class _Member:
 
     broker: SimBroker
     log: Any = None  # the log object checked (a restart opens another)
-    generation: int = -1  # its truncation count then (MemoryLog._generation)
+    generation: int = -1  # its truncation count then (Log._generation)
     verified: int = -1  # holds the leader's batches below this offset
 
 
@@ -339,7 +338,7 @@ class InvariantChecker:
                 continue
             mp = mrm.partitions.get(tp)
             mlog = mp.log if mp is not None else mb.store.get_log(tp)
-            # MemoryLog counts its truncations: one may have dropped checked offsets (and a
+            # The log counts its truncations: one may have dropped checked offsets (and a
             # later append put others there), and a restart opens another log: either way
             # the member is checked afresh.
             generation = -2 if mlog is None else mlog._generation

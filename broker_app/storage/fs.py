@@ -273,6 +273,13 @@ class MemoryFileSystem(FileSystem):
             self.close(fd)
 
     # faults
+    def unsynced(self, under: Path) -> dict[str, tuple[bytes, bytes]]:
+        """path -> (page cache, disk) of every file below `under` whose page cache differs
+        from its disk: what a power loss now would change."""
+        prefix = self._key(under) + os.sep
+        return {p: (bytes(i.data), i.durable) for p, i in self._inodes.items()
+                if p.startswith(prefix) and i.data != i.durable}  # fmt: skip
+
     def power_loss(self) -> int:
         """Every change not fsynced is gone (open descriptors die with the machine); returns
         how many bytes of page cache differed from the disk."""

@@ -401,7 +401,13 @@ class Log(EpochsAndHighWatermark):
         for seg in self._segments:
             if seg.next_offset <= start_offset:
                 continue
-            for h, view, _ in seg.batches():
+            position = 0
+            if start_offset > seg.base_offset:
+                first = seg.translate_offset(start_offset)  # the index, not a walk from 0
+                if first is None:
+                    continue
+                position = first.position
+            for h, view, _ in seg.batches(position):
                 if h.last_offset >= start_offset:
                     yield h, view
 

@@ -86,7 +86,7 @@ def cluster_state(cluster: SimCluster, elapsed_s: float) -> ClusterState:
                 p = b.replica_manager.get_partition(t.name, idx)
                 if p is None:
                     continue
-                hwc = b.disk.high_watermarks.get(TopicPartition(t.name, idx), -1)
+                hwc = b.store.checkpointed_high_watermarks.get(TopicPartition(t.name, idx), -1)
                 states[bid] = ReplicaState(bid, p.role, p.log_end_offset, p.high_watermark,
                                            p.leader_epoch, hwc)  # fmt: skip
             leader = reg.leader if reg.leader >= 0 else None

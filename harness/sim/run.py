@@ -257,12 +257,12 @@ class QuorumSampler:
 
 def replica_divergence(cluster: SimCluster) -> dict[str, dict[int, dict[str, str]]]:
     """Offsets where two ISR members of a partition (the controller's ISR, after the settle)
-    hold different values, from their simulated disks: harness/replica_logs.py's
-    diverged_offsets on the simulator. Followers copy the leader's batches byte for byte, so
-    replicas whose batches agree (base offset -> CRC) are not decoded."""
-    from broker_app.storage.records import decode_records
+    hold different values, from the segment files on their simulated disks (what a container
+    run collects): harness/replica_logs.py's valid_batches and diverged_offsets. Followers
+    copy the leader's batches byte for byte, so replicas whose batches agree (base offset ->
+    CRC) are not decoded."""
     from broker_app.storage.topic_partition import TopicPartition
-    from harness.replica_logs import diverged_offsets
+    from harness.replica_logs import diverged_offsets, valid_batches, values
 
     image = controller_image(cluster)
     if image is None:
@@ -270,15 +270,18 @@ def replica_divergence(cluster: SimCluster) -> dict[str, dict[int, dict[str, str
     out: dict[str, dict[int, dict[str, str]]] = {}
     for t, idx, reg in image.all_partitions():
         tp = TopicPartition(t.name, idx)
-        disks = {f"broker-{b}": d for b in reg.isr
-                 if (d := cluster.brokers[b].disk.partitions.get(tp)) is not None}  # fmt: skip
-        if _batches_agree([[(h.base_offset, h.last_offset, h.crc) for h, _ in d.batches]
-                           for d in disks.values()]):  # fmt: skip
+        disks = {}
+        for b in reg.isr:
+            broker = cluster.brokers[b]
+            d = broker.data_dir / tp.dir_name
+            if broker.fs.isdir(d):
+                disks[f"broker-{b}"] = valid_batches(
+                    [broker.fs.read_bytes(d / n) for n in broker.fs.listdir(d)
+                     if n.endswith(".log")])  # fmt: skip
+        if _batches_agree([[(h.base_offset, h.last_offset, h.crc) for h, _ in batches]
+                           for batches in disks.values()]):  # fmt: skip
             continue
-        logs = {node: {r.offset: "" if r.value is None else r.value.decode("utf-8", "replace")
-                       for _h, data in d.batches for r in decode_records(data)}
-                for node, d in disks.items()}  # fmt: skip
-        diverged = diverged_offsets(logs)
+        diverged = diverged_offsets({node: values(batches) for node, batches in disks.items()})
         if diverged:
             out[f"{t.name}-{idx}"] = diverged
     return out

@@ -29,8 +29,8 @@ from broker_app.sim.invariants import (
     describe_event,
     enforced_invariants,
 )
-from broker_app.storage.memory_log import MemoryLog
-from broker_app.storage.topic_partition import TopicPartition
+from broker_app.storage.log import Log
+from broker_app.storage.records import CRC_OFFSET, iter_batches
 from harness.plan.loader import load_plan, parse_plan
 from harness.plan.timing import steps_for
 from harness.sim.config import broker_configs, controller_config
@@ -136,9 +136,15 @@ def change_a_batch(cluster: SimCluster, note: dict[str, Any]) -> bool:
     f = _follower(cluster, p)
     if f.log.log_end_offset <= p.log.high_watermark:
         return False
-    disk = cluster.brokers[f.local_broker_id].disk.partitions[TopicPartition("t", 0)]
-    h, data = disk.batches[-1]
-    disk.batches[-1] = (dataclasses.replace(h, crc=h.crc ^ 1), data)
+    seg = f.log.active_segment  # its newest batch's CRC field, changed on its disk
+    position = 0
+    for h, _view in iter_batches(seg.read_all(), allow_partial_tail=False):
+        last, position = (h, position), position + h.size
+    h, at = last
+    fs = cluster.brokers[f.local_broker_id].fs
+    fd = fs.open(seg.log_path)
+    fs.pwrite(fd, (h.crc ^ 1).to_bytes(4, "big"), at + CRC_OFFSET)
+    fs.close(fd)
     note["offset"] = h.base_offset
     return True
 
@@ -278,14 +284,14 @@ def test_the_kafka_10706_livelock_is_caught_when_the_fix_is_taken_out(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fixed: bool
 ) -> None:
     if not fixed:
-        truncate_to = MemoryLog.truncate_to
+        truncate_to = Log.truncate_to
 
-        def unfixed(self: MemoryLog, offset: int) -> bool:
+        def unfixed(self: Log, offset: int) -> bool:
             if offset >= self.log_end_offset:
                 return False  # before KAFKA-10706: the epoch entry at the log end stays
             return truncate_to(self, offset)
 
-        monkeypatch.setattr(MemoryLog, "truncate_to", unfixed)
+        monkeypatch.setattr(Log, "truncate_to", unfixed)
     plan = parse_plan(CALM, "calm.yaml", {"workload.producers.duration_s": "8"})
     r, checker, note = simulate_checked(monkeypatch, plan, 1, tmp_path,
                                         brief_leadership_without_writes)  # fmt: skip
