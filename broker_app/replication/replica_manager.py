@@ -4,8 +4,8 @@ Sans-I/O glue between the request handlers (server/kafka_apis.py), the replicati
 (partition.Partition, the DelayedProduce purgatory) and the I/O edges (the controller link, the
 replica fetchers, timers). Every time is a `now_ms` from `self.clock` (required: production
 passes `BrokerClock.monotonic_ms`, the simulator its virtual clock); nothing here awaits.
-Logs come from the LogStore it is given (storage.replica_log): files in production,
-MemoryLogStore in memory (unit tests; the simulator runs LogManager on a simulated disk).
+Logs come from the LogStore it is given (storage.replica_log): LogManager on the machine's
+disk in production, on a simulated one (storage/fs.py) in the simulator and unit tests.
 
 - Single node (no controller): `host_single_node` makes this broker leader of a partition with
   replicas = ISR = {self}, leader epoch 0; after an append HW = LEO, so acks=all completes at once.
@@ -123,7 +123,7 @@ class ReplicaManager:
         alter_partition_backoff_ms: tuple[int, int] = (100, 2_000),
         retention_check_interval_ms: int = 300_000,
     ) -> None:
-        """`log_manager` is the log factory (LogManager on files, MemoryLogStore in memory);
+        """`log_manager` is the log factory (LogManager, on any FileSystem);
         `clock()` is milliseconds on a monotonic clock (wall or simulated);
         `alter_partition_backoff_ms` = (first retry backoff, cap) for lost ISR proposals;
         `retention_check_interval_ms` = log.retention.check.interval.ms (retention.ms/bytes)."""

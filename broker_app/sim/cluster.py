@@ -20,6 +20,7 @@ from pathlib import Path
 from broker_app.config import BrokerConfig
 from broker_app.controller.config import ControllerConfig
 from broker_app.storage.errors import CorruptRecordError
+from broker_app.storage.fs import MemoryFileSystem
 from broker_app.storage.records import iter_batches
 from broker_app.storage.topic_partition import TopicPartition
 
@@ -120,7 +121,7 @@ class SimCluster:
         b.kill()
         if not lose_unsynced:
             return 0
-        lost = _batches_not_synced(b.fs.unsynced(b.data_dir))
+        lost = batches_not_synced(b.fs, b.data_dir)
         b.fs.power_loss()
         dropped = sum(lost.values())
         if lost:
@@ -174,11 +175,12 @@ class SimCluster:
                 self.start_node(name)
 
 
-def _batches_not_synced(unsynced: dict[str, tuple[bytes, bytes]]) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> how many of its batches in the page cache a power loss drops or
-    changes: those of each segment file that end past what its page cache and disk share."""
+def batches_not_synced(fs: MemoryFileSystem, data_dir: Path) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> how many of its batches in the page cache a power loss now would
+    drop or change: those of each segment file under `data_dir` that end past what its page
+    cache and disk share."""
     out: dict[tuple[str, int], int] = {}
-    for path, (cache, disk) in unsynced.items():
+    for path, (cache, disk) in fs.unsynced(data_dir).items():
         p = Path(path)
         if p.suffix != ".log":
             continue

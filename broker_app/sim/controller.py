@@ -1,10 +1,11 @@
 """SimController: the real QuorumController behind the real ControllerApis, on virtual time.
 
-The controller process of the simulator. Its state is the metadata log, kept in a MemoryLog
-flushed on every batch (FileMetadataLog's own rule: durable before the response exists), so
-a crash loses nothing and a restart replays it into a new QuorumController, exactly as
-`highwater controller` does from its files. Requests arrive as kio entities (never encoded);
-a Fetch of `__cluster_metadata-0` at the log end parks (DelayedMetadataFetch) until the log
+The controller process of the simulator. Its state is the metadata log, the production Log on
+the controller's simulated disk (storage/fs.py's MemoryFileSystem), flushed on every batch
+(FileMetadataLog's own rule: durable before the response exists), so a crash loses nothing
+and a restart replays it into a new QuorumController, exactly as `highwater controller` does
+from its files. Requests arrive as kio entities (never encoded); a Fetch of
+`__cluster_metadata-0` at the log end parks (DelayedMetadataFetch) until the log
 grows or max_wait passes, as in controller/server.py. `tick` runs every tick_interval_ms.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from broker_app.controller.config import ControllerConfig
@@ -20,8 +22,8 @@ from broker_app.controller.metadata_log import FileMetadataLog
 from broker_app.controller.quorum_controller import QuorumController
 from broker_app.metadata.records import METADATA_PARTITION, METADATA_TOPIC
 from broker_app.protocol.codec import Request
-from broker_app.storage.log import LogConfig
-from broker_app.storage.memory_log import MemoryDisk, MemoryLog
+from broker_app.storage.fs import MemoryFileSystem
+from broker_app.storage.log import Log, LogConfig
 
 from .events import EventLoop, Process, Timer
 
@@ -68,12 +70,13 @@ class ParkedMetadataFetches:
 
 
 class SimMetadataLog(FileMetadataLog):
-    """FileMetadataLog's contract over a MemoryDisk (fsync on every batch, so crash-proof)."""
+    """FileMetadataLog's contract on a simulated disk (fsync on every batch, so crash-proof).
+    No snapshots (FileMetadataLog reads and writes those outside storage/fs.py)."""
 
-    def __init__(self, disk: MemoryDisk) -> None:  # no super().__init__: no files
+    def __init__(self, fs: MemoryFileSystem, data_dir: Path) -> None:  # no super().__init__
         config = LogConfig(max_batch_bytes=8 * 1024 * 1024, flush_every_batch=True)
-        self.dir = None  # type: ignore[assignment]
-        self.log = MemoryLog.open(disk, config)  # type: ignore[assignment]
+        self.dir = data_dir / f"{METADATA_TOPIC}-{METADATA_PARTITION}"
+        self.log = Log.open(self.dir, config, recovery_point=0, fs=fs)
         self.epoch = (self.log.latest_epoch or 0) + 1
         self._snapshot = None  # the simulated controller never snapshots
         self.bytes_since_snapshot = 0
@@ -92,7 +95,8 @@ class SimController:
         self.name = name
         self.tick_interval_ms = tick_interval_ms
         self.process = Process(loop, name)
-        self.disk = MemoryDisk(f"{METADATA_TOPIC}-{METADATA_PARTITION}")
+        self.fs = MemoryFileSystem()  # the controller's disk: outlives its processes
+        self.data_dir = Path("/sim") / name / "data"
         self.controller: QuorumController | None = None
         self.apis: ControllerApis | None = None
         self._parked = ParkedMetadataFetches(self.process)
@@ -102,7 +106,7 @@ class SimController:
 
     def start(self) -> None:
         self.process.start()
-        mlog = SimMetadataLog(self.disk)
+        mlog = SimMetadataLog(self.fs, self.data_dir)
         self.metadata_log = mlog
         self.controller = QuorumController(self.config, mlog, new_topic_id=self._new_topic_id)
         self.apis = ControllerApis(self.controller, mlog, CONTROLLER_ADDRESS)

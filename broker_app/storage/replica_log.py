@@ -1,11 +1,12 @@
 """ReplicaLog: what the replication core (Partition, ReplicaFetcherState, ReplicaManager) and
 the request handlers need from one partition's log — the storage seam.
 
-Two implementations keep the same contract (tests/unit/storage/test_replica_log_contract.py
-runs one suite over both): `storage.log.Log` (segments on disk, Kafka's layout) and
-`storage.memory_log.MemoryLog` (batches in memory, with a page-cache model: appends not yet
-flushed are lost by a simulated crash, flushed ones survive). Offsets are ints; "no epoch" is
-None for `latest_epoch`; `end_offset_for_epoch` answers (-1, -1) for Kafka's UNDEFINED cases.
+The implementation is `storage.log.Log` (segments, Kafka's layout) on a FileSystem
+(storage/fs.py): the machine's disk, or the simulator's MemoryFileSystem with a page-cache
+model (writes not yet fsynced are lost by a simulated power loss).
+tests/unit/storage/test_replica_log_contract.py runs one suite on both. Offsets are ints;
+"no epoch" is None for `latest_epoch`; `end_offset_for_epoch` answers (-1, -1) for Kafka's
+UNDEFINED cases.
 
 Durability vocabulary: `recovery_point` is the first offset not known to be on stable storage
 (Kafka's recoveryPoint); `flush(up_to)` makes everything below `up_to` durable and advances it.
@@ -75,8 +76,8 @@ class FlushJob:
 
 
 class EpochsAndHighWatermark:
-    """The epoch-cache and high-watermark part of ReplicaLog, the same for every implementation
-    (Log, MemoryLog): they provide `leader_epoch_cache`, `high_watermark`, `log_start_offset`
+    """The epoch-cache and high-watermark part of ReplicaLog (Log, and any other
+    implementation): they provide `leader_epoch_cache`, `high_watermark`, `log_start_offset`
     and `log_end_offset`."""
 
     leader_epoch_cache: LeaderEpochCache
@@ -217,8 +218,8 @@ class ReplicaLog(Protocol):
 @runtime_checkable
 class LogStore(Protocol):
     """One broker's logs and its per-log-dir checkpoints (Kafka's LogManager): the log factory
-    ReplicaManager is given. `LogManager.open(dir)` on files, `MemoryLogStore.open(disk)` in
-    memory. HW and recovery-point checkpoints are written only when asked (a timer at the
+    ReplicaManager is given: `LogManager.open(dir, fs=...)`, on the machine's disk or a
+    simulated one. HW and recovery-point checkpoints are written only when asked (a timer at the
     edge, and shutdown); `checkpointed_high_watermarks` is what the last HW checkpoint held,
     which is what a crashed broker restarts from."""
 

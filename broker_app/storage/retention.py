@@ -1,9 +1,8 @@
 """Time and size retention (Kafka's UnifiedLog.deleteOldSegments), sans-I/O decision.
 
 `retention_start_offset(units, total_size, retention_ms, retention_bytes, now_ms)` gets the
-log's deletable units oldest first (every segment but the active one for the file Log; every
-batch but the last for MemoryLog, which has no segments) and returns the offset the log should
-start at, or None to keep everything. Kafka's rules, applied to a prefix of units:
+log's deletable units oldest first (every segment but the active one) and returns the offset
+the log should start at, or None to keep everything. Kafka's rules, applied to a prefix of units:
 - retention.ms (>= 0): a unit goes when `now - its largest record timestamp > retention.ms`;
   a unit whose timestamp is unknown (-1) is kept (Kafka falls back to the file's mtime);
 - retention.bytes (>= 0): the oldest units go while the log stays at least retention.bytes

@@ -21,7 +21,8 @@ from broker_app.protocol.entities import build
 from broker_app.replication.replica_manager import ReplicaManager
 from broker_app.server.cluster_link import ClusterLink
 from broker_app.server.network_client import KafkaClient
-from broker_app.storage.memory_store import BrokerDisk, MemoryLogStore
+from broker_app.storage.fs import MemoryFileSystem
+from broker_app.storage.log_manager import LogManager
 
 
 async def wait_until(predicate, timeout_s: float = 30.0) -> None:  # noqa: ANN001
@@ -37,7 +38,8 @@ def _link(b: int, controller_port: int, tmp_path: Path) -> ClusterLink:
         node_id=b, data_dir=tmp_path / f"b{b}", port=19000 + b,
         controller=("127.0.0.1", controller_port), heartbeat_interval_ms=300,
     )  # fmt: skip
-    rm = ReplicaManager(b, MemoryLogStore.open(BrokerDisk()), clock=monotonic_ms)
+    store = LogManager.open(Path("/sim/broker/data"), fs=MemoryFileSystem())
+    rm = ReplicaManager(b, store, clock=monotonic_ms)
     return ClusterLink(config, rm)
 
 

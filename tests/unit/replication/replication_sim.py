@@ -26,8 +26,9 @@ from broker_app.replication.messages import (
     ListOffsetsAnswer,
 )
 from broker_app.replication.partition import LeaderAppendResult, Partition
+from broker_app.sim.cluster import batches_not_synced
+from broker_app.storage.fs import MemoryFileSystem
 from broker_app.storage.log import Log
-from broker_app.storage.memory_log import MemoryDisk, MemoryLog
 from broker_app.storage.records import build_batch, decode_records
 from broker_app.storage.replica_log import ReplicaLog
 
@@ -58,10 +59,11 @@ class Cluster:
     leader_id: int = -1
     isr: tuple[int, ...] = ()
     now_ms: int = 1_000
-    # True: MemoryLogs over MemoryDisks (the page-cache model): `power_loss` then really loses
-    # what each broker had not flushed, instead of `crash_losing_tail`'s explicit cut.
+    # True: each broker's Log on a simulated disk (storage/fs.py, the page-cache model):
+    # `power_loss` then really loses what it had not flushed, instead of
+    # `crash_losing_tail`'s explicit cut.
     memory: bool = False
-    disks: dict[int, MemoryDisk] = field(default_factory=dict)
+    disks: dict[int, MemoryFileSystem] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for bid in self.broker_ids:
@@ -73,7 +75,7 @@ class Cluster:
         d = self.root / f"broker-{bid}" / f"{TOPIC}-0"
         log: ReplicaLog
         if self.memory:
-            log = MemoryLog.open(self.disks.setdefault(bid, MemoryDisk(f"{TOPIC}-0")))
+            log = Log.open(d, fs=self.disks.setdefault(bid, MemoryFileSystem()))
         else:
             log = Log.open(d)
         # What LogManager does from replication-offset-checkpoint.
@@ -108,7 +110,10 @@ class Cluster:
         """Memory clusters: the machine dies; unflushed batches are gone. Returns how many."""
         assert self.memory, "power_loss needs Cluster(memory=True)"
         self.crash(bid)
-        return self.disks[bid].crash()
+        fs = self.disks[bid]
+        lost = sum(batches_not_synced(fs, self.root / f"broker-{bid}").values())
+        fs.power_loss()
+        return lost
 
     def close(self) -> None:
         for b in self.brokers.values():

@@ -9,6 +9,8 @@ never shrank (the leader could not propose again while one was in flight).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from broker_app.controller.config import ControllerConfig
 from broker_app.controller.controller_apis import ControllerApis
 from broker_app.controller.messages import (
@@ -28,7 +30,8 @@ from broker_app.replication.alter_partition_manager import (
 from broker_app.replication.errors import Errors
 from broker_app.replication.messages import AlterPartitionRequest, AlterPartitionResponse
 from broker_app.replication.replica_manager import ReplicaManager
-from broker_app.storage.memory_store import BrokerDisk, MemoryLogStore
+from broker_app.storage.fs import MemoryFileSystem
+from broker_app.storage.log_manager import LogManager
 
 LAG_MS = 1_000
 BACKOFF_MS = 100
@@ -70,7 +73,8 @@ def test_lost_alter_partition_is_retried_after_backoff_and_the_isr_commits() -> 
     leader = reg.leader
     follower = next(b for b in reg.replicas if b != leader)
     clock = Clock()
-    rm = ReplicaManager(leader, MemoryLogStore.open(BrokerDisk()), replica_lag_time_max_ms=LAG_MS,
+    store = LogManager.open(Path("/sim/broker/data"), fs=MemoryFileSystem())
+    rm = ReplicaManager(leader, store, replica_lag_time_max_ms=LAG_MS,
                         clock=clock, alter_partition_backoff_ms=(BACKOFF_MS, 800))  # fmt: skip
     rm.topic_ids["t"] = controller.image.topics["t"].topic_id
     rm.apply_partition("t", 0, leader, reg.leader_epoch, tuple(reg.isr), tuple(reg.replicas),

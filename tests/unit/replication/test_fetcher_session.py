@@ -25,7 +25,8 @@ from broker_app.replication.fetcher_session import LIST_OFFSETS, FetcherSession,
 from broker_app.replication.replica_manager import ReplicaManager
 from broker_app.server.kafka_apis import DelayedFetch, KafkaApis
 from broker_app.server.main import build_broker
-from broker_app.storage.memory_store import BrokerDisk, MemoryLogStore
+from broker_app.storage.fs import MemoryFileSystem
+from broker_app.storage.log_manager import LogManager
 from broker_app.storage.records import build_batch
 
 A, B = 1, 2
@@ -68,7 +69,8 @@ def _values(rm: ReplicaManager) -> list[int]:
 
 
 def _follower(behaviour: ReplicationBehaviour | None = None) -> ReplicaManager:
-    return ReplicaManager(B, MemoryLogStore.open(BrokerDisk()), behaviour, clock=lambda: 0)
+    store = LogManager.open(Path("/sim/broker/data"), fs=MemoryFileSystem())
+    return ReplicaManager(B, store, behaviour, clock=lambda: 0)
 
 
 def _batch(v: str) -> bytes:

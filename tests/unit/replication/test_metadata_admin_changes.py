@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 
 from broker_app.metadata.image import MetadataDelta, MetadataImage
 from broker_app.metadata.records import (
@@ -16,7 +17,8 @@ from broker_app.metadata.records import (
     UnfenceBroker,
 )
 from broker_app.replication.replica_manager import ReplicaManager
-from broker_app.storage.memory_store import BrokerDisk, MemoryLogStore
+from broker_app.storage.fs import MemoryFileSystem
+from broker_app.storage.log_manager import LogManager
 from broker_app.storage.records import build_batch
 
 TID = str(uuid.UUID(int=9))
@@ -29,7 +31,7 @@ def _step(rm: ReplicaManager, image: MetadataImage, *records) -> MetadataImage:
 
 
 def test_config_change_and_topic_removal_reach_the_broker() -> None:
-    store = MemoryLogStore(BrokerDisk())
+    store = LogManager(Path("/sim/broker/data"), fs=MemoryFileSystem())
     rm = ReplicaManager(1, store, clock=lambda: 0)
     image = _step(rm, MetadataImage(), RegisterBroker(1, 0, "i", "h", 1), UnfenceBroker(1, 0),
                   TopicRecord("t", TID), PartitionRecord(TID, 0, (1,), (1,), 1))  # fmt: skip
@@ -45,13 +47,14 @@ def test_config_change_and_topic_removal_reach_the_broker() -> None:
 
 
 def test_topic_configs_reach_the_logs_retention_and_segment_size() -> None:
-    store = MemoryLogStore(BrokerDisk())
+    store = LogManager(Path("/sim/broker/data"), fs=MemoryFileSystem())
     rm = ReplicaManager(1, store, clock=lambda: 0, retention_check_interval_ms=1000)
     image = _step(rm, MetadataImage(), RegisterBroker(1, 0, "i", "h", 1), UnfenceBroker(1, 0),
-                  TopicRecord("t", TID, {"segment.bytes": "5000"}),
+                  TopicRecord("t", TID, {"segment.bytes": "100"}),
                   PartitionRecord(TID, 0, (1,), (1,), 1))  # fmt: skip
     log = rm.get_partition("t", 0).log
-    assert log.config.segment_bytes == 5000 and store.config.segment_bytes != 5000
+    # A segment per batch: retention deletes whole segments, never the active one.
+    assert log.config.segment_bytes == 100 and store.config.segment_bytes != 100
     now = int(time.time() * 1000)
     for age_s in (300, 200, 100, 0):  # four batches, the oldest first
         log.append_as_leader(build_batch([(None, b"v")], timestamp=now - age_s * 1000), 0)

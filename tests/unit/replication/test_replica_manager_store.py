@@ -1,4 +1,5 @@
-"""ReplicaManager over the in-memory LogStore with a hand-moved clock: no files, no wall time.
+"""ReplicaManager over LogManager on a simulated disk with a hand-moved clock: no files, no
+wall time.
 
 Shows the storage seam end to end: logs come from the store, the HW checkpoint goes through it,
 and a simulated power loss keeps exactly what was flushed and checkpointed.
@@ -6,9 +7,15 @@ and a simulated power loss keeps exactly what was flushed and checkpointed.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from broker_app.replication.replica_manager import ACKS_ALL, ACKS_LEADER, ReplicaManager
-from broker_app.storage.memory_store import BrokerDisk, MemoryLogStore
+from broker_app.sim.cluster import batches_not_synced
+from broker_app.storage.fs import MemoryFileSystem
+from broker_app.storage.log_manager import LogManager
 from broker_app.storage.records import build_batch
+
+ROOT = Path("/sim/broker-1/data")
 
 
 class Clock:
@@ -24,9 +31,9 @@ def batch(value: str) -> bytes:
 
 
 def test_replica_manager_runs_on_memory_store_and_restarts_from_checkpoints() -> None:
-    disk = BrokerDisk()
+    disk = MemoryFileSystem()
     clock = Clock()
-    rm = ReplicaManager(1, MemoryLogStore.open(disk), clock=clock)
+    rm = ReplicaManager(1, LogManager.open(ROOT, fs=disk), clock=clock)
     rm.host_single_node("t", 0, 1)
     answers: list[dict] = []
     assert rm.append_records(ACKS_ALL, {("t", 0): batch("a")}, 500, answers.append) is None
@@ -37,21 +44,22 @@ def test_replica_manager_runs_on_memory_store_and_restarts_from_checkpoints() ->
     log = rm.get_partition("t", 0).log
     assert (log.log_end_offset, log.high_watermark) == (2, 2)
 
-    assert disk.crash() == 1
-    rm2 = ReplicaManager(1, MemoryLogStore.open(disk), clock=clock)
+    assert batches_not_synced(disk, ROOT) == {("t", 0): 1}
+    disk.power_loss()
+    rm2 = ReplicaManager(1, LogManager.open(ROOT, fs=disk), clock=clock)
     assert rm2.log_manager.had_clean_shutdown is False
     p = rm2.host_single_node("t", 0, 1)
     assert (p.log.log_end_offset, p.log.high_watermark) == (1, 1)
     assert p.log.epoch_entries == [(0, 0)]
 
     rm2.log_manager.shutdown()
-    rm3 = ReplicaManager(1, MemoryLogStore.open(disk), clock=clock)
+    rm3 = ReplicaManager(1, LogManager.open(ROOT, fs=disk), clock=clock)
     assert rm3.log_manager.had_clean_shutdown is True
 
 
 def test_acks_all_expiry_follows_the_given_clock() -> None:
     clock = Clock()
-    rm = ReplicaManager(1, MemoryLogStore.open(BrokerDisk()), clock=clock)
+    rm = ReplicaManager(1, LogManager.open(ROOT, fs=MemoryFileSystem()), clock=clock)
     rm.apply_partition("t", 0, leader=1, leader_epoch=0, isr=(1, 2), replicas=(1, 2),
                        partition_epoch=0, min_isr=1)  # fmt: skip
     answers: list[dict] = []

@@ -15,9 +15,9 @@ import pytest
 
 from broker_app.server.log_flusher import LogFlusher
 from broker_app.storage import KafkaStorageError, LogConfig
+from broker_app.storage.fs import MemoryFileSystem
 from broker_app.storage.log import Log
 from broker_app.storage.log_manager import LogManager
-from broker_app.storage.memory_log import MemoryDisk, MemoryLog
 
 CFG = LogConfig(segment_bytes=1024, index_interval_bytes=100, max_batch_bytes=4096)
 
@@ -80,20 +80,25 @@ def test_deferred_roll_flush_is_owed_not_done(tmp_path: Path, mkbatch) -> None:
     log.close()
 
 
-def test_memory_log_grants_durability_at_completion(mkbatch) -> None:
-    disk = MemoryDisk("t-0")
-    log = MemoryLog.open(disk, CFG)
+def test_the_fsync_makes_data_durable_and_completion_moves_the_recovery_point(mkbatch) -> None:
+    fs = MemoryFileSystem()  # a simulated disk: a power loss keeps only what was fsynced
+    root = Path("/sim/broker-1/data/t-0")
+    log = Log.open(root, CFG, fs=fs)
+    log.append_as_leader(mkbatch(2), 0)
+    job = log.begin_flush()
+    assert job is not None
+    fs.power_loss()  # before the job ran: nothing was synced
+    log = Log.open(root, CFG, fs=fs)
+    assert log.log_end_offset == 0
     log.append_as_leader(mkbatch(2), 0)
     job = log.begin_flush()
     assert job is not None
     job.run()
-    assert disk.crash() == 1  # crash before completion: the "slow disk" never answered
-    log = MemoryLog.open(disk, CFG)
-    log.append_as_leader(mkbatch(2), 0)
-    job = log.begin_flush()
-    assert job is not None
+    assert log.recovery_point == 0  # the core counts it durable only at completion
     log.complete_flush(job)
-    assert disk.crash() == 0
+    assert log.recovery_point == 2
+    fs.power_loss()
+    assert Log.open(root, CFG, 2, fs=fs).log_end_offset == 2
 
 
 def test_a_stalled_flush_does_not_stall_the_event_loop(tmp_path: Path, mkbatch) -> None:

@@ -1,12 +1,10 @@
-"""One contract for every ReplicaLog: the file Log (on the machine's disk and on the simulated
-disk of storage/fs.py) and the in-memory MemoryLog run the same tests.
+"""One contract for the ReplicaLog: the Log on the machine's disk and on the simulated disk of
+storage/fs.py (what the simulator runs) pass the same tests.
 
-`store.reopen()` is a process restart (the page cache survives): all keep every append.
-A power loss (MemoryDisk.crash for MemoryLog, MemoryFileSystem.power_loss for the file Log)
-loses unflushed appends and keeps flushed ones: the last tests. One difference between the
-two models: the file Log's truncation, like a real disk's and the containers' FUSE layer's,
-is durable only once fsynced, so a power loss can bring truncated batches back; MemoryLog
-makes a truncation durable at once.
+`store.reopen()` is a process restart (the page cache survives): both keep every append.
+On the simulated disk a power loss (MemoryFileSystem.power_loss) loses unflushed appends and
+keeps flushed ones: the last tests. A truncation, as on a real disk and in the containers'
+FUSE layer, is durable only once fsynced, so a power loss can bring truncated batches back.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from broker_app.storage import (
     UnexpectedAppendOffsetError,
 )
 from broker_app.storage.fs import MemoryFileSystem
-from broker_app.storage.memory_log import MemoryDisk, MemoryLog
 from broker_app.storage.records import iter_batches
 from broker_app.storage.replica_log import (
     EARLIEST_TIMESTAMP,
@@ -56,25 +53,12 @@ class FileStore:
         return self.log
 
 
-class MemoryStore:
-    def __init__(self, root: Path) -> None:
-        self.disk = MemoryDisk("t-0")
-        self.log: MemoryLog = MemoryLog.open(self.disk, CFG)
-
-    def reopen(self) -> ReplicaLog:
-        self.log.close()
-        self.log = MemoryLog.open(self.disk, CFG)
-        return self.log
-
-
-@pytest.fixture(params=["file", "file-on-memory-fs", "memory"])
+@pytest.fixture(params=["file", "file-on-memory-fs"])
 def store(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "file":
         s = FileStore(tmp_path)
-    elif request.param == "file-on-memory-fs":
-        s = FileStore(Path("/sim/broker-1"), MemoryFileSystem())
     else:
-        s = MemoryStore(tmp_path)
+        s = FileStore(Path("/sim/broker-1"), MemoryFileSystem())
     try:
         yield s
     finally:
@@ -98,12 +82,11 @@ def read_all(log: ReplicaLog, start: int = 0) -> list[tuple[int, int]]:
 
 def test_both_implement_every_member_of_the_protocols(store, tmp_path) -> None:
     from broker_app.storage.log_manager import LogManager
-    from broker_app.storage.memory_store import BrokerDisk, MemoryLogStore
     from broker_app.storage.replica_log import LogStore
 
     assert isinstance(store.log, ReplicaLog)
     assert isinstance(LogManager(tmp_path / "x"), LogStore)
-    assert isinstance(MemoryLogStore(BrokerDisk()), LogStore)
+    assert isinstance(LogManager(Path("/sim/x"), fs=MemoryFileSystem()), LogStore)
 
 
 def test_leader_append_assigns_offsets_epochs_and_reads_whole_batches(store, mkbatch) -> None:
@@ -267,40 +250,6 @@ def test_restart_keeps_every_append_and_cuts_epochs_beyond_the_leo(store, mkbatc
     assert log.append_as_leader(b, 1).duplicate
 
 
-# --- MemoryLog only: the page-cache model ---------------------------------------------------
-
-
-def test_memory_crash_loses_unflushed_appends_and_keeps_flushed_ones(mkbatch) -> None:
-    disk = MemoryDisk("t-0")
-    log = MemoryLog.open(disk, CFG)
-    log.append_as_leader(mkbatch(2), 1)
-    log.append_as_leader(mkbatch(2), 1)
-    log.flush()
-    log.append_as_leader(mkbatch(2), 2)  # epoch 2 starts at 4, checkpointed at once
-    log.append_as_leader(mkbatch(2), 2)
-    assert disk.crash() == 2
-    log = MemoryLog.open(disk, CFG)
-    assert read_all(log) == [(0, 1), (2, 3)]
-    assert log.recovery_point == 4
-    # The epoch checkpoint survived the crash; reopening cut it back to the surviving LEO.
-    assert log.epoch_entries == [(1, 0)]
-    assert log.high_watermark == 0  # the HW comes back from the HW checkpoint, not the log
-
-
-def test_memory_partial_flush_and_truncation_bound_what_survives(mkbatch) -> None:
-    disk = MemoryDisk("t-0")
-    log = MemoryLog.open(disk, CFG)
-    for _ in range(4):
-        log.append_as_leader(mkbatch(2), 0)
-    log.flush(3)  # offset 2 lives in batch [2, 3]: that whole batch is made durable
-    assert log.recovery_point == 4
-    log.truncate_to(2)  # drops a durable batch: nothing of it may come back
-    log.append_as_leader(mkbatch(1), 0)
-    disk.crash()
-    log = MemoryLog.open(disk, CFG)
-    assert read_all(log) == [(0, 1)]
-
-
 # --- the file Log on the simulated disk: the same page-cache rule -----------------------------
 
 ROOT = Path("/sim/broker-1/t-0")
@@ -351,16 +300,6 @@ def test_file_log_flush_every_batch_survives_power_loss(mkbatch) -> None:
     log.append_as_follower(mkbatch(1, base_offset=2, epoch=0))
     assert fs.power_loss() == 0
     assert read_all(Log.open(ROOT, cfg, fs=fs)) == [(0, 1), (2, 2)]
-
-
-def test_memory_flush_every_batch_survives_crash(mkbatch) -> None:
-    disk = MemoryDisk("t-0")
-    cfg = LogConfig(flush_every_batch=True)
-    log = MemoryLog.open(disk, cfg)
-    log.append_as_leader(mkbatch(2), 0)
-    log.append_as_follower(mkbatch(1, base_offset=2, epoch=0))
-    assert disk.crash() == 0
-    assert read_all(MemoryLog.open(disk, cfg)) == [(0, 1), (2, 2)]
 
 
 def test_delete_records_moves_the_log_start_up_to_the_hw_and_survives_restart(
