@@ -574,12 +574,8 @@ class InvariantChecker:
 
 def _batch_keys(log: Any, lo: int, hi: int) -> list[BatchKey]:
     """The batches of `log` holding offsets in [lo, hi)."""
-    out: list[BatchKey] = []
-    for h, _data in log.batches(lo):
-        if h.base_offset >= hi:
-            break
-        out.append((h.base_offset, h.last_offset, h.partition_leader_epoch, h.crc))
-    return out
+    return [(bp.base_offset, bp.last_offset, bp.leader_epoch, bp.crc)
+            for bp in log.positions(lo, hi)]
 
 
 def _diverges(leader: Partition, last_fetched_epoch: int | None, fetch_offset: int) -> bool:

@@ -69,7 +69,7 @@ from .replica_log import (
     TimestampAndOffset,
 )
 from .retention import RetentionUnit
-from .segment import LogSegment
+from .segment import BatchPosition, LogSegment
 from .topic_partition import TopicPartition
 
 LOG_START_OFFSET_FILE = "log-start-offset"  # this log's start, when above its first segment
@@ -395,6 +395,23 @@ class Log(EpochsAndHighWatermark):
                           self.dir.name, start_offset, exc)  # fmt: skip
                 raise KafkaStorageError(f"corrupt data in {self.dir.name}: {exc}") from exc
         return b""
+
+    def positions(self, start_offset: int, end_offset: int) -> Iterator[BatchPosition]:
+        """The batches holding offsets in [start_offset, end_offset), from their prefixes on
+        disk only: offsets, place, leader epoch and CRC (tools, the simulator's invariants:
+        enough to tell two replicas' batches apart)."""
+        for seg in self._segments:
+            if seg.next_offset <= start_offset:
+                continue
+            if seg.base_offset >= end_offset:
+                return
+            first = seg.translate_offset(start_offset)
+            if first is None:
+                continue
+            for bp in seg._scan_positions(first.position):
+                if bp.base_offset >= end_offset:
+                    return
+                yield bp
 
     def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, memoryview]]:
         """Every whole batch with last offset >= `start_offset`, in order (tests, tools)."""

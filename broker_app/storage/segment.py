@@ -44,9 +44,10 @@ from .records import (
 )
 
 _PREFIX = struct.Struct(">qi")
-_LAST_DELTA = struct.Struct(">i")
-_LAST_DELTA_AT = 23
-_SCAN_PREFIX = _LAST_DELTA_AT + _LAST_DELTA.size  # what _scan_positions reads of each batch
+# What _scan_positions reads of each batch: baseOffset, batchLength, partitionLeaderEpoch,
+# magic, crc, attributes, lastOffsetDelta.
+_BATCH_PREFIX = struct.Struct(">qiiBIhi")
+_SCAN_PREFIX = _BATCH_PREFIX.size  # 27
 _SCAN_CHUNK = 1 << 16
 _HEADER_CHUNK = 1 << 20
 _PRODUCER_ID = struct.Struct(">q")
@@ -58,12 +59,15 @@ def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
 
 @dataclass(frozen=True, slots=True)
 class BatchPosition:
-    """Where a batch starts in a segment and its offset range."""
+    """Where a batch starts in a segment, its offset range, and its prefix's leader epoch and
+    CRC (what tells two replicas' batches apart without reading their bodies)."""
 
     base_offset: int
     last_offset: int
     position: int
     size: int
+    leader_epoch: int = -1
+    crc: int = 0
 
 
 class LogSegment:
@@ -153,7 +157,8 @@ class LogSegment:
             n = len(chunk)
             cpos = 0
             while cpos + _SCAN_PREFIX <= n and pos + cpos + RECORD_BATCH_OVERHEAD <= end:
-                base, length = _PREFIX.unpack_from(chunk, cpos)
+                base, length, epoch, _magic, crc, _attrs, delta = _BATCH_PREFIX.unpack_from(
+                    chunk, cpos)
                 size = LOG_OVERHEAD + length
                 if length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
                     raise CorruptRecordError(
@@ -162,8 +167,7 @@ class LogSegment:
                     )
                 if pos + cpos + size > end:
                     return
-                (delta,) = _LAST_DELTA.unpack_from(chunk, cpos + _LAST_DELTA_AT)
-                yield BatchPosition(base, base + delta, pos + cpos, size)
+                yield BatchPosition(base, base + delta, pos + cpos, size, epoch, crc)
                 cpos += size
             if cpos == 0:
                 return  # the file is shorter than its size says: a torn tail
@@ -176,9 +180,10 @@ class LogSegment:
         """
         pos = start_position
         while pos + LOG_OVERHEAD <= self.size:
-            _, length = _PREFIX.unpack_from(self.fs.pread(self._fd, LOG_OVERHEAD, pos), 0)
-            want = min(max(_SCAN_CHUNK, LOG_OVERHEAD + length), self.size - pos)
-            chunk = self.fs.pread(self._fd, want, pos)
+            chunk = self.fs.pread(self._fd, min(_SCAN_CHUNK, self.size - pos), pos)
+            _, length = _PREFIX.unpack_from(chunk, 0)
+            if LOG_OVERHEAD + length > len(chunk) and pos + LOG_OVERHEAD + length <= self.size:
+                chunk = self.fs.pread(self._fd, LOG_OVERHEAD + length, pos)  # one large batch
             consumed = 0
             for h, view in iter_batches(chunk, allow_partial_tail=True):
                 yield h, view, pos + consumed
@@ -213,14 +218,13 @@ class LogSegment:
 
     def append(self, records: bytes, last_offset: int) -> None:
         """Append stamped batches whose final offset is `last_offset`."""
-        if self._fd < 0:
+        if self._file.closed:
             raise KafkaStorageError(f"{self.log_path}: segment is closed")
         position = self.size
         pos = 0
         view = memoryview(records)
         while pos < len(view):
-            base, length = _PREFIX.unpack_from(view, pos)
-            (delta,) = _LAST_DELTA.unpack_from(view, pos + _LAST_DELTA_AT)
+            base, length, epoch, _magic, crc, _attrs, delta = _BATCH_PREFIX.unpack_from(view, pos)
             size = LOG_OVERHEAD + length
             if self._bytes_since_last_index_entry > self.index_interval_bytes:
                 self.index.append(base + delta, position + pos)
@@ -228,7 +232,8 @@ class LogSegment:
                 if self._tail is not None:
                     self._tail, self._tail_lasts, self._tail_positions = [], [], []
             if self._tail is not None:
-                self._tail.append(BatchPosition(base, base + delta, position + pos, size))
+                self._tail.append(BatchPosition(base, base + delta, position + pos, size, epoch,
+                                                crc))  # fmt: skip
                 self._tail_lasts.append(base + delta)
                 self._tail_positions.append(position + pos)
             self._bytes_since_last_index_entry += size
