@@ -15,14 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 
 from broker_app.config import BrokerConfig
 from broker_app.controller.config import ControllerConfig
-from broker_app.storage.errors import CorruptRecordError
-from broker_app.storage.fs import MemoryFileSystem
-from broker_app.storage.records import iter_batches
-from broker_app.storage.topic_partition import TopicPartition
+from broker_app.storage.log_manager import batches_not_synced
 
 from .broker import SimBroker, broker_name
 from .controller import SimController
@@ -174,39 +170,3 @@ class SimCluster:
             if not p.up or (b is not None and b.stopping):
                 self.start_node(name)
 
-
-def batches_not_synced(fs: MemoryFileSystem, data_dir: Path) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> how many of its batches in the page cache a power loss now would
-    drop or change: those of each segment file under `data_dir` that end past what its page
-    cache and disk share."""
-    out: dict[tuple[str, int], int] = {}
-    for path, (cache, disk) in fs.unsynced(data_dir).items():
-        p = Path(path)
-        if p.suffix != ".log":
-            continue
-        try:
-            tp = TopicPartition.parse_dir_name(p.parent.name)
-        except ValueError:
-            continue
-        same = _common_prefix(cache, disk)
-        n, end = 0, 0
-        try:
-            for h, _ in iter_batches(cache, allow_partial_tail=True):
-                end += h.size
-                n += end > same
-        except CorruptRecordError:
-            pass  # a batch the broker never wrote: count what came before it
-        if n:
-            out[(tp.topic, tp.partition)] = out.get((tp.topic, tp.partition), 0) + n
-    return out
-
-
-def _common_prefix(a: bytes, b: bytes) -> int:
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:  # slices compare in C: a binary search beats a Python byte loop
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo

@@ -26,9 +26,9 @@ from broker_app.replication.messages import (
     ListOffsetsAnswer,
 )
 from broker_app.replication.partition import LeaderAppendResult, Partition
-from broker_app.sim.cluster import batches_not_synced
 from broker_app.storage.fs import MemoryFileSystem
 from broker_app.storage.log import Log
+from broker_app.storage.log_manager import batches_not_synced
 from broker_app.storage.records import build_batch, decode_records
 from broker_app.storage.replica_log import ReplicaLog
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker_app.replication.replica_manager import ACKS_ALL, ACKS_LEADER, ReplicaManager
-from broker_app.sim.cluster import batches_not_synced
 from broker_app.storage.fs import MemoryFileSystem
-from broker_app.storage.log_manager import LogManager
+from broker_app.storage.log_manager import LogManager, batches_not_synced
 from broker_app.storage.records import build_batch
 
 ROOT = Path("/sim/broker-1/data")
