@@ -3,7 +3,7 @@
 Contract:
 - SWITCHES names each version-governed switch as plans and the command line spell it
   (`truncation`, `isr-update`, `isr-join`, `follower-restart`, `diverging-fetch-state`,
-  `leader-epoch-fencing`, `strict-min-isr`, `eligible-leader-replicas`,
+  `follower-ahead`, `leader-epoch-fencing`, `strict-min-isr`, `eligible-leader-replicas`,
   `unclean-leader-election`, `isr-eligibility`, `isr-broker-epochs`, `pre-vote`), the
   processes that take it (broker, controller or both) and its allowed values. Switch values
   are strings; booleans are "true"/"false". add_switch_arguments gives each process one flag
@@ -39,6 +39,7 @@ from typing import Any
 
 from broker_app.replication.behaviour import (
     DIVERGING_FETCH_STATE_MODES,
+    FOLLOWER_AHEAD_MODES,
     FOLLOWER_RESTART_MODES,
     ISR_JOIN_MODES,
     ISR_UPDATE_MODES,
@@ -74,6 +75,9 @@ SWITCHES: tuple[Switch, ...] = (
     Switch("diverging-fetch-state", ("broker",), DIVERGING_FETCH_STATE_MODES,
            "what a leader records of a follower whose fetch it answers with DivergingEpoch: "
            "nothing, or the fetch offset as its log end (KAFKA-13141)"),
+    Switch("follower-ahead", ("broker",), FOLLOWER_AHEAD_MODES,
+           "what a follower does when its leader's log ends below its fetch offset: truncate "
+           "to it, or stop its broker while unclean election is off (KAFKA-3410, KAFKA-7414)"),
     Switch("leader-epoch-fencing", ("broker",), BOOL,
            "KIP-320: a follower's requests carry its leader epoch; a leader in another epoch "
            "refuses them"),
@@ -81,7 +85,7 @@ SWITCHES: tuple[Switch, ...] = (
            "the HW advances only while the ISR has min.insync.replicas members"),
     Switch("eligible-leader-replicas", ("broker", "controller"), BOOL,
            "KIP-966 ELR: replicas leaving an ISR below min.insync stay electable"),
-    Switch("unclean-leader-election", ("controller",), BOOL,
+    Switch("unclean-leader-election", ("broker", "controller"), BOOL,
            "cluster default of unclean.leader.election.enable"),
     Switch("isr-eligibility", ("broker", "controller"), BOOL,
            "KIP-841: fenced or shutting-down replicas may not join an ISR"),
@@ -105,7 +109,7 @@ class KafkaVersion:
 _OLDEST: dict[str, str] = {
     "truncation": "high-watermark", "isr-update": "eager", "isr-join": "high-watermark",
     "follower-restart": "leader-change", "diverging-fetch-state": "update",
-    "leader-epoch-fencing": "false", "strict-min-isr": "false",
+    "follower-ahead": "stop", "leader-epoch-fencing": "false", "strict-min-isr": "false",
     "eligible-leader-replicas": "false", "unclean-leader-election": "true",
     "isr-eligibility": "false", "isr-broker-epochs": "false", "pre-vote": "false",
 }  # fmt: skip
@@ -116,7 +120,8 @@ _CHANGES: tuple[tuple[str, dict[str, str], str], ...] = (
     ("0.8", {},
      "0.8.2 (KAFKA-1028, KAFKA-1555): min.insync.replicas refuses acks=all appends but does "
      "not gate the HW; a follower truncates to its own HW (KAFKA-1211); unclean election "
-     "on by default"),
+     "on by default; with it off, a follower whose leader's log ends below its fetch "
+     "offset stops its broker (KAFKA-1028's halt; an exit since 0.10.0.1, KAFKA-3924)"),
     ("0.11", {"truncation": "kip-101", "unclean-leader-election": "false"},
      "KIP-101 (KAFKA-1211): truncation by leader epoch (OffsetsForLeaderEpoch); KIP-106: "
      "unclean.leader.election.enable defaults to false"),
@@ -127,10 +132,12 @@ _CHANGES: tuple[tuple[str, dict[str, str], str], ...] = (
      "KAFKA-7128: a follower joins the ISR only once it reached the start of the leader's "
      "epoch, not just the HW (L15); KAFKA-7164: a follower that missed an epoch of the "
      "same leader reconciles its log again (L16)"),
-    ("2.1", {"leader-epoch-fencing": "true"},
+    ("2.1", {"leader-epoch-fencing": "true", "follower-ahead": "truncate"},
      "KIP-320 (KAFKA-7395): follower requests carry the leader epoch they follow, and a "
      "leader in another epoch refuses them: a zombie follower's stale fetch no longer "
-     "appends the new epoch's batches after a tail it should have truncated (L18)"),
+     "appends the new epoch's batches after a tail it should have truncated (L18); "
+     "KAFKA-7414: a follower whose leader's log ends below its fetch offset truncates "
+     "instead of stopping its broker (KAFKA-3410, L21)"),
     ("2.7", {"isr-update": "maximal"},
      "KIP-497 (KAFKA-8836): AlterIsr, the leader counts the maximal ISR; KIP-595 adds "
      "Fetch v12 LastFetchedEpoch/DivergingEpoch (used by KRaft only)"),

@@ -15,6 +15,7 @@ IsrUpdate = Literal["maximal", "eager"]
 IsrJoin = Literal["epoch-start", "high-watermark"]
 FollowerRestart = Literal["epoch-change", "leader-change"]
 DivergingFetchState = Literal["skip", "update"]
+FollowerAhead = Literal["truncate", "stop"]
 ConsumerVisibility = Literal["high-watermark", "log-end"]
 
 TRUNCATION_MODES: tuple[str, ...] = ("high-watermark", "kip-101", "kip-279", "diverging-epoch")
@@ -22,6 +23,7 @@ ISR_UPDATE_MODES: tuple[str, ...] = ("maximal", "eager")
 ISR_JOIN_MODES: tuple[str, ...] = ("epoch-start", "high-watermark")
 FOLLOWER_RESTART_MODES: tuple[str, ...] = ("epoch-change", "leader-change")
 DIVERGING_FETCH_STATE_MODES: tuple[str, ...] = ("skip", "update")
+FOLLOWER_AHEAD_MODES: tuple[str, ...] = ("truncate", "stop")
 CONSUMER_VISIBILITY_MODES: tuple[str, ...] = ("high-watermark", "log-end")
 
 
@@ -72,7 +74,9 @@ class ReplicationBehaviour:
     ours restarts then too, which changes nothing: that leader's log was not truncated.
     "leader-change": legacy (Kafka 2.0 and before): only when the leader changes, so a
     follower that missed an epoch (the same leader again, two epochs later) keeps a tail
-    that leader truncated meanwhile. Exists for L16.
+    that leader truncated meanwhile. A change to "no leader" is ignored, as ZooKeeper-era
+    makeFollowers aborted it: the same leader elected again after one is no change either.
+    Exists for L16 (and L21).
     """
 
     diverging_fetch_state: DivergingFetchState = "skip"
@@ -85,6 +89,20 @@ class ReplicationBehaviour:
     follower holds other batches below it; the HW can pass offsets the follower does not
     have. Matters only with truncation "diverging-epoch". Exists for L17.
     """
+
+    follower_ahead: FollowerAhead = "truncate"
+    """What a follower does when the leader's log ends below its own fetch offset (the leader
+    answered OFFSET_OUT_OF_RANGE and ListOffsets gave a log end below the follower's).
+
+    "truncate" (default, Kafka 2.1, KAFKA-7414): truncate to the leader's log end and fetch on.
+    "stop": legacy (Kafka 0.8.2 to 2.0, KAFKA-3410): when unclean leader election is disabled
+    for the topic the broker stops itself ("Halting/Exiting because log truncation is not
+    allowed"), keeping its tail; with it enabled, it truncates. The stop is a clean shutdown
+    here (0.10.0.1's exit, KAFKA-3924), not 0.8.2-0.10.0.0's halt that skipped the flush.
+    A follower gets there only after its leader lost records it acknowledged (a power loss,
+    an unclean election) and when it did not reconcile by leader epoch first: before KIP-101
+    (truncation "high-watermark", to a HW above the leader's log end) or when it missed the
+    epoch (follower-restart "leader-change", KAFKA-7164). Exists for L21."""
 
     leader_epoch_fencing: bool = True
     """KIP-320 (Kafka 2.1, KAFKA-7395): a follower's Fetch, OffsetForLeaderEpoch and
@@ -100,8 +118,9 @@ class ReplicationBehaviour:
     style). False reproduces L7: a lone ISR member acknowledges data only it holds."""
 
     unclean_leader_election: bool = False
-    """Whether the controller may elect a replica outside the ISR (L4). The controller reads it;
-    the partition state machine does not."""
+    """The cluster default of unclean.leader.election.enable (a topic's own config wins): the
+    controller elects a replica outside the ISR with it (L4); a broker reads it only for
+    follower_ahead "stop" (ReplicaManager.unclean_leader_election_enabled)."""
 
     eligible_leader_replicas: bool = True
     """KIP-966 ELR (Kafka 4.1's default). The controller keeps the ELR; on the broker it only
@@ -132,6 +151,7 @@ class ReplicationBehaviour:
             ("isr_join", self.isr_join, ISR_JOIN_MODES),
             ("follower_restart", self.follower_restart, FOLLOWER_RESTART_MODES),
             ("diverging_fetch_state", self.diverging_fetch_state, DIVERGING_FETCH_STATE_MODES),
+            ("follower_ahead", self.follower_ahead, FOLLOWER_AHEAD_MODES),
             ("consumer_visibility", self.consumer_visibility, CONSUMER_VISIBILITY_MODES),
         )
         for name, value, allowed in checks:

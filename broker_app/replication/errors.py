@@ -46,3 +46,11 @@ class InvalidStateError(ReplicationError):
     """A call that the partition's current role or state does not allow (a caller bug)."""
 
     kafka_error_code = Errors.UNKNOWN_SERVER_ERROR
+
+
+class LogTruncationNotAllowedError(ReplicationError):
+    """A follower whose leader's log ends below its own, with follower_ahead "stop" and
+    unclean election off for the topic (KAFKA-3410): the broker must stop itself. The
+    fetcher's I/O edge turns it into a clean shutdown (Kafka 0.10.0.1-2.0's Exit.exit)."""
+
+    kafka_error_code = Errors.OFFSET_OUT_OF_RANGE

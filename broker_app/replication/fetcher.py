@@ -14,14 +14,18 @@ Kafka's AbstractFetcherThread/ReplicaFetcherThread reduced to one partition's st
   its latest then earliest offset, `on_list_offsets_response()` truncates as Kafka's
   fetchOffsetAndTruncate does and returns to "fetching".
 - state "fenced": the leader said FENCED_LEADER_EPOCH; wait for new metadata (a new fetcher).
+- state "failed": the leader's log ends below ours and behaviour.follower_ahead is "stop" with
+  unclean election off for the topic: `on_list_offsets_response` raises
+  LogTruncationNotAllowedError (Kafka <= 2.0 stops the broker, KAFKA-3410); nothing is sent.
 The I/O edge owns sockets, retries and backoff; this class never sleeps or sends.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from broker_app.replication.errors import Errors, InvalidStateError
+from broker_app.replication.errors import Errors, InvalidStateError, LogTruncationNotAllowedError
 from broker_app.replication.messages import (
     NO_CURRENT_LEADER_EPOCH,
     UNDEFINED_EPOCH,
@@ -40,6 +44,7 @@ TRUNCATING = "truncating"
 FETCHING = "fetching"
 OUT_OF_RANGE = "out-of-range"  # asking the leader's offsets with ListOffsets
 FENCED = "fenced"
+FAILED = "failed"  # the broker is stopping itself (follower_ahead "stop")
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 
@@ -56,7 +61,10 @@ class FetchOutcome:
 
 
 class ReplicaFetcherState:
-    def __init__(self, partition: Partition, max_bytes: int = 1 << 20) -> None:
+    def __init__(self, partition: Partition, max_bytes: int = 1 << 20,
+                 unclean_allowed: Callable[[], bool] = lambda: False) -> None:
+        """`unclean_allowed()`: unclean.leader.election.enable for this topic, read when the
+        leader's log ends below ours (follower_ahead "stop" truncates when it is on)."""
         if partition.role != "follower":
             raise InvalidStateError(
                 f"{partition.name}: a fetcher needs a follower partition, role is {partition.role}"
@@ -68,6 +76,7 @@ class ReplicaFetcherState:
         self.leader_epoch = partition.leader_epoch
         self.replica_id = partition.local_broker_id
         self.max_bytes = max_bytes
+        self.unclean_allowed = unclean_allowed
         self.truncations: list[int] = []  # every truncation point, for tests and timelines
         self.state = FETCHING
         self._list_offsets_timestamp = LATEST_TIMESTAMP
@@ -229,7 +238,9 @@ class ReplicaFetcherState:
     def on_list_offsets_response(self, answer: ListOffsetsAnswer) -> int | None:
         """Apply the leader's latest or earliest offset; returns the offset truncated to.
 
-        Latest below our LEO (only after an unclean election): truncate to it and fetch on.
+        Latest below our LEO (the leader lost what we hold: an unclean election, a power
+        loss): truncate to it and fetch on; with follower_ahead "stop" and unclean election
+        off, raise LogTruncationNotAllowedError instead (state "failed").
         Otherwise ask the earliest: if it is above our LEO the leader deleted what comes next,
         so start over empty at its log start; else fetching from our LEO is fine again.
         A failed answer keeps the state (asked again next round); FENCED_LEADER_EPOCH fences.
@@ -243,6 +254,13 @@ class ReplicaFetcherState:
         leo = self.log.log_end_offset
         if self._list_offsets_timestamp == LATEST_TIMESTAMP:
             if answer.offset < leo:
+                if self.behaviour.follower_ahead == "stop" and not self.unclean_allowed():
+                    self.state = FAILED
+                    raise LogTruncationNotAllowedError(
+                        f"{self.partition.name}: log truncation is not allowed: leader "
+                        f"{self.leader_id}'s latest offset {answer.offset} is less than this "
+                        f"replica's {leo} (follower-ahead stop, unclean election off)"
+                    )
                 self.state = FETCHING
                 return self._truncate(answer.offset)
             self._list_offsets_timestamp = EARLIEST_TIMESTAMP

@@ -72,15 +72,21 @@ class FetcherSession:
     def __init__(self, node_id: int, leader_id: int, max_wait_ms: int, max_bytes: int,
                  response_max_bytes: int = REPLICA_FETCH_RESPONSE_MAX_BYTES,
                  topic_ids: Mapping[str, uuid.UUID] | None = None,
-                 broker_epoch: Callable[[], int] = lambda: -1) -> None:  # fmt: skip
+                 broker_epoch: Callable[[], int] = lambda: -1,
+                 unclean_allowed: Callable[[str], bool] = lambda _topic: False,
+                 ) -> None:  # fmt: skip
         """`max_bytes` is each partition's limit (replica.fetch.max.bytes), `response_max_bytes`
         the whole response's (replica.fetch.response.max.bytes): the leader honours both
         (KIP-74), so the second must not be the first, or one partition's catch-up would starve
         every other partition of the response. `topic_ids` (the ReplicaManager's, from the
         metadata) names topics in Fetch; `broker_epoch()` is this broker's registered epoch
-        (-1 before it has one)."""
+        (-1 before it has one); `unclean_allowed(topic)` its unclean.leader.election.enable
+        (ReplicaManager.unclean_leader_election_enabled). `apply` raises
+        LogTruncationNotAllowedError when a partition's fetcher does: the I/O edge must stop
+        the broker."""
         self.topic_ids: Mapping[str, uuid.UUID] = {} if topic_ids is None else topic_ids
         self.broker_epoch = broker_epoch
+        self.unclean_allowed = unclean_allowed
         self.node_id = node_id
         self.leader_id = leader_id
         self.max_wait_ms = max_wait_ms
@@ -90,7 +96,9 @@ class FetcherSession:
 
     def add(self, partition: Partition) -> ReplicaFetcherState:
         tp = (partition.topic, partition.partition)
-        st = self.states[tp] = ReplicaFetcherState(partition, self.max_bytes)
+        topic = partition.topic
+        st = self.states[tp] = ReplicaFetcherState(
+            partition, self.max_bytes, lambda: self.unclean_allowed(topic))
         return st
 
     def remove(self, tp: TopicPartition) -> None:

@@ -249,6 +249,12 @@ class Partition:
             return False
         if leader_epoch == self.leader_epoch and partition_epoch <= self.partition_epoch:
             return False
+        if leader_id < 0 and self.role == "follower" \
+                and self.behaviour.follower_restart == "leader-change":
+            # Kafka <= 2.0 (ZooKeeper's ReplicaManager.makeFollowers) aborts the transition
+            # when the new leader is unavailable: the follower keeps its leader and fetcher,
+            # so the same leader elected again is "no leader change" (KAFKA-7164, L21).
+            return False
         # KAFKA-7164: a legacy follower (follower_restart "leader-change") ignores a new epoch
         # of the same leader, even one that skipped an epoch it never saw.
         new_epoch = (leader_epoch > self.leader_epoch

@@ -195,6 +195,14 @@ class ReplicaManager:
             if name == topic:
                 self._apply_log_configs(part)
 
+    def unclean_leader_election_enabled(self, topic: str) -> bool:
+        """unclean.leader.election.enable for `topic`: its own config, else the cluster
+        default (the behaviour's switch). Dynamic broker configs are not consulted."""
+        value = self.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
+        if value is None:
+            return self.behaviour.unclean_leader_election
+        return value.strip().lower() == "true"
+
     def _apply_log_configs(self, p: Partition) -> None:
         """The topic's settings of its logs (segment.bytes, max.message.bytes, cleanup.policy,
         message.timestamp.before/after.max.ms), else the broker's (LogConfig)."""

@@ -129,11 +129,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     log.info("emulating Kafka %s: %s", args.kafka_version or DEFAULT_VERSION, config.behaviour)
     try:
-        asyncio.run(serve(config))
+        return asyncio.run(serve(config))
     except OSError as e:
         log.error("cannot start broker: %s", e)
         return 1
-    return 0
 
 
 def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
@@ -181,7 +180,8 @@ def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
     return apis, log_manager
 
 
-async def serve(config: BrokerConfig) -> None:
+async def serve(config: BrokerConfig) -> int:
+    """Serve until SIGTERM/SIGINT (or a replica fetcher's fatal stop); the exit code."""
     from broker_app.server.limits import ConnectionLimits, default_max_connections
     from broker_app.server.log_flusher import LogFlusher
     from broker_app.server.network import SocketServer
@@ -200,6 +200,7 @@ async def serve(config: BrokerConfig) -> None:
         server.serving.clear()
     await server.start()
     stop = asyncio.Event()
+    fatal: list[int] = []  # a replica fetcher asked to stop the broker (exit code 1)
     # signal.signal handlers (not loop.add_signal_handler) run even if the loop is hogged; a
     # watchdog exits hard if the clean shutdown overruns (broker_app/server/liveness.py).
     guard = ShutdownGuard(asyncio.get_running_loop(), stop)
@@ -239,6 +240,9 @@ async def serve(config: BrokerConfig) -> None:
             config.replica_fetch_max_bytes,
             config.replica_fetch_backoff_ms,
             config.request_timeout_ms,
+            # Kafka <= 2.0 exits when log truncation is not allowed (KAFKA-3410): the same
+            # clean shutdown as SIGTERM, with exit code 1.
+            on_fatal=lambda _reason: (fatal.append(1), stop.set()),
         )
         link.start()
 
@@ -317,6 +321,7 @@ async def serve(config: BrokerConfig) -> None:
         guard.done()
         guard.uninstall()
         log.info("clean shutdown complete")
+    return 1 if fatal else 0
 
 
 if __name__ == "__main__":

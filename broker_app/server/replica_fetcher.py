@@ -12,7 +12,9 @@ partition; after every round it yields to the event loop, so heartbeats, metadat
 are served whatever the fetcher's state. A
 partition leaves its thread when it stops being a follower of that leader (ReplicaManager's
 on_follower_change), and a response is applied only if the partition still has the same fetcher
-state object (leadership did not change while the request was in flight).
+state object (leadership did not change while the request was in flight). A fetcher that
+raises LogTruncationNotAllowedError (follower-ahead "stop", KAFKA-3410) calls `on_fatal` with
+the reason, which stops the broker cleanly (server/main.py), as Kafka <= 2.0 exits.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import logging
 from collections.abc import Callable
 
 from broker_app.aio import cancel_and_wait
+from broker_app.replication.errors import LogTruncationNotAllowedError
 from broker_app.replication.fetcher import ReplicaFetcherState
 from broker_app.replication.fetcher_pacing import FetchPacer, RoundOutcome
 from broker_app.replication.fetcher_session import FetcherSession
@@ -47,8 +50,10 @@ class ReplicaFetcherThread:
         max_bytes: int,
         backoff_ms: int,
         request_timeout_ms: int,
+        on_fatal: Callable[[str], None] = lambda _reason: None,
     ) -> None:
         self.leader_id = leader_id
+        self.on_fatal = on_fatal
         self.replica_manager = replica_manager
         self.node_id = replica_manager.node_id
         self.max_wait_ms = max_wait_ms
@@ -62,7 +67,9 @@ class ReplicaFetcherThread:
         )
         self.session = FetcherSession(self.node_id, leader_id, max_wait_ms, max_bytes,
                                       topic_ids=replica_manager.topic_ids,
-                                      broker_epoch=lambda: replica_manager.broker_epoch())
+                                      broker_epoch=lambda: replica_manager.broker_epoch(),
+                                      unclean_allowed=replica_manager
+                                      .unclean_leader_election_enabled)
         self.pacer = FetchPacer(backoff_ms)
         self.rounds = 0  # rounds run, for /state-style introspection and tests
         self._clock = replica_manager.clock
@@ -124,6 +131,10 @@ class ReplicaFetcherThread:
                 if pending is not None:
                     errors += session.apply(pending, await self.client.send(pending.body))
                     sent += 1
+        except LogTruncationNotAllowedError as e:
+            log.critical("%s: stopping the broker", e)
+            self.on_fatal(str(e))
+            return RoundOutcome(sent=sent + 1, errors=errors + 1)
         except ClientError as e:
             log.info("fetch from broker %d failed: %s", self.leader_id, e)
             return RoundOutcome(sent=sent + 1, errors=errors + 1)
@@ -144,8 +155,11 @@ class ReplicaFetcherManager:
         max_bytes: int = 1 << 20,
         backoff_ms: int = 200,
         request_timeout_ms: int = 30_000,
+        on_fatal: Callable[[str], None] = lambda _reason: None,
     ) -> None:
+        """`on_fatal(reason)`: a fetcher found that the broker must stop (KAFKA-3410)."""
         self.replica_manager = replica_manager
+        self.on_fatal = on_fatal
         self.resolve_address = resolve_address
         self.settings = (max_wait_ms, max_bytes, backoff_ms, request_timeout_ms)
         self.threads: dict[int, ReplicaFetcherThread] = {}
@@ -169,7 +183,7 @@ class ReplicaFetcherManager:
             thread.client.retarget(*address)
         if thread is None:
             thread = self.threads[leader] = ReplicaFetcherThread(
-                leader, address, self.replica_manager, *self.settings
+                leader, address, self.replica_manager, *self.settings, on_fatal=self.on_fatal
             )
             thread.start()
         thread.add(partition)

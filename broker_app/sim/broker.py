@@ -41,6 +41,7 @@ from broker_app.replication.alter_partition_manager import (
     build_alter_partition,
     parse_alter_partition,
 )
+from broker_app.replication.errors import LogTruncationNotAllowedError
 from broker_app.replication.fetcher_pacing import FetchPacer, RoundOutcome
 from broker_app.replication.fetcher_session import FetcherSession, PendingRequest
 from broker_app.replication.messages import AlterPartitionRequest
@@ -115,6 +116,9 @@ class SimBroker:
         self._stopping = False  # SIGTERMed: in the controlled shutdown
         self._backlog: list[tuple[str, Any, Callable[[Any], None]]] = []
         self._after_stop: list[Callable[[], None]] = []
+        #: each time the process stopped itself (exit), a line naming it: the run check
+        #: `unexpected-exits` (harness/checker/exits.py)
+        self.exits: list[str] = []
 
     # --- what KafkaApis asks of its cluster link -------------------------------------------
 
@@ -208,6 +212,13 @@ class SimBroker:
             self._lifecycle_timer = None
             self._lifecycle_step()
         self._await_shutdown_grant()
+
+    def exit(self, reason: str) -> None:
+        """The process stops itself on a fatal error: Kafka's Exit.exit runs the shutdown
+        hook, so this is stop()'s clean shutdown, recorded in `exits`."""
+        self.exits.append(f"{self.name} exited on its own at "
+                          f"{self.loop.now_ms / 1000:.1f} s: {reason}")
+        self.stop()
 
     def _await_shutdown_grant(self) -> None:
         lc = self.lifecycle
@@ -417,7 +428,9 @@ class SimFetcher:
         rm = broker.replica_manager
         self.session = FetcherSession(broker.node_id, leader_id, cfg.replica_fetch_wait_max_ms,
                                       cfg.replica_fetch_max_bytes, topic_ids=rm.topic_ids,
-                                      broker_epoch=lambda: rm.broker_epoch())  # fmt: skip
+                                      broker_epoch=lambda: rm.broker_epoch(),
+                                      unclean_allowed=rm.unclean_leader_election_enabled,
+                                      )  # fmt: skip
         self.pacer = FetchPacer(cfg.replica_fetch_backoff_ms)
         self.timeout_ms = cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms
         self.running = False
@@ -472,6 +485,12 @@ class SimFetcher:
         def ok(resp: Any) -> None:
             try:
                 self._errors += session.apply(pending, resp)
+            except LogTruncationNotAllowedError as e:
+                # Kafka <= 2.0 exits (KAFKA-3410): a clean shutdown, as production's on_fatal
+                log.error("%s: %s: stopping the broker", self.broker.name, e)
+                self._done(RoundOutcome(sent=self._sent + 1, errors=self._errors + 1))
+                self.broker.exit(str(e))
+                return
             except Exception:  # a bug must not silently stop replication (as production)
                 log.exception("%s: replica fetcher for leader %d", self.broker.name,
                               self.leader_id)  # fmt: skip

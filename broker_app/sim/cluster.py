@@ -154,6 +154,10 @@ class SimCluster:
     def resume(self, name: str) -> None:
         self.process(name).resume()
 
+    def unexpected_exits(self) -> list[str]:
+        """Every time a broker stopped itself (SimBroker.exits), in the order of brokers."""
+        return [line for _id, b in sorted(self.brokers.items()) for line in b.exits]
+
     def disk_sync(self, name: str) -> None:
         b = self.broker(name)
         if b is not None:

@@ -43,6 +43,7 @@ from harness.checker.expectations import (
     DIVERGED_OFFSETS,
     METADATA_DIVERGENCE,
     UNCONVERGED_REPLICAS,
+    UNEXPECTED_EXITS,
     Expectation,
     ExpectationError,
     parse_expected,
@@ -349,6 +350,7 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
                                                         run.run_dir / QUORUM_FILE),
                     convergence=stored_run_check(run.run_dir, "unconverged_replicas"),
                     divergence=run_divergence(run.run_dir),
+                    exits=stored_run_check(run.run_dir, "unexpected_exits"),
                 )
                 write_results(run.run_dir, res)
                 results[key] = RunResult(run.run_dir, results=res)
@@ -410,6 +412,7 @@ def build_results(
     controller_cut: Mapping[str, Any] | None = None,
     convergence: Mapping[str, Any] | None = None,
     divergence: Mapping[str, Any] | None = None,
+    exits: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """results.json of HISTORY.md from one run's stats row and top-10 anomaly rows, plus the
     metadata check's result when the run made one (HISTORY.md: under its own name)."""
@@ -450,6 +453,8 @@ def build_results(
         results[UNCONVERGED_REPLICAS] = dict(convergence)
     if divergence is not None:
         results[DIVERGED_OFFSETS] = dict(divergence)
+    if exits is not None:
+        results[UNEXPECTED_EXITS] = dict(exits)
     return results
 
 

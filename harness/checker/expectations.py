@@ -17,12 +17,13 @@ Contract:
   `metadata-divergence` (harness.metadata_check), `controller-commit-while-cut`
   (harness.quorum_check: commits by a controller cut from every other voter), the liveness
   check `unconverged-replicas` (harness.checker.convergence), `diverged-offsets` (offsets two
-  replicas hold with different values on disk, harness.replica_logs) and, on the simulator
-  only, `invariant-violations` (broker_app.sim.invariants: checked after every event). Each is
-  judged when it ran (`run_checks` maps a check's name to its count, None or absent when it
-  did not run): by that check's expectation when there is one, else by "== 0" (a finding
-  fails the run unless the plan expects it); when it did not run, an expectation about it
-  cannot hold (a miss saying so) and nothing else changes.
+  replicas hold with different values on disk, harness.replica_logs), `unexpected-exits`
+  (processes that ended without the nemesis ending them, harness.checker.exits) and, on the
+  simulator only, `invariant-violations` (broker_app.sim.invariants: checked after every
+  event). Each is judged when it ran (`run_checks` maps a check's name to its count, None or
+  absent when it did not run): by that check's expectation when there is one, else by
+  "== 0" (a finding fails the run unless the plan expects it); when it did not run, an
+  expectation about it cannot hold (a miss saying so) and nothing else changes.
 - `verdict` is results.json's `verdict`: the history's part alone (anomaly expectations), so
   HISTORY.md's rule holds — without expectations it is as-expected exactly when `valid` is.
 - `run_verdict(results)` is the run's verdict from a results.json: that history verdict plus the
@@ -46,12 +47,14 @@ CONTROLLER_COMMIT_WHILE_CUT = "controller-commit-while-cut"
 UNCONVERGED_REPLICAS = "unconverged-replicas"
 DIVERGED_OFFSETS = "diverged-offsets"
 INVARIANT_VIOLATIONS = "invariant-violations"
+UNEXPECTED_EXITS = "unexpected-exits"
 # Checks of a run beside its history, each under its own name in results.json (HISTORY.md,
 # "Extending the format"): docs/metadata-divergence.md, docs/controller-cut.md,
 # docs/liveness.md (unconverged-replicas: harness.checker.convergence; invariant-violations:
-# the simulator's, broker_app.sim.invariants), diverged-offsets (harness.replica_logs).
+# the simulator's, broker_app.sim.invariants), diverged-offsets (harness.replica_logs),
+# unexpected-exits (harness.checker.exits).
 RUN_CHECKS = (METADATA_DIVERGENCE, CONTROLLER_COMMIT_WHILE_CUT, UNCONVERGED_REPLICAS,
-              DIVERGED_OFFSETS, INVARIANT_VIOLATIONS)
+              DIVERGED_OFFSETS, INVARIANT_VIOLATIONS, UNEXPECTED_EXITS)
 # What an `expected` mapping may name: the history's anomalies and the run checks.
 EXPECTABLE = (*ANOMALIES, *RUN_CHECKS)
 

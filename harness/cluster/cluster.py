@@ -153,6 +153,11 @@ class Cluster:
         self._client_ports: dict[str, int] = {}
         self.net: Net | None = None
         self._closed = False
+        # Nodes this harness stopped or killed and has not started since; a node found down
+        # that is not among them exited on its own (the run check `unexpected-exits`).
+        self._taken_down: set[str] = set()
+        #: one line per such exit, noticed when the node is started again
+        self.unexpected_exits: list[str] = []
 
     # --- names ----------------------------------------------------------------------------------
 
@@ -480,13 +485,26 @@ class Cluster:
         import docker.errors
 
         container = self.container(node)
+        self._note_exit(node, container)
         before = self._listening_count(node)
         try:
             container.start()
         except docker.errors.APIError as exc:
             raise ClusterError(f"{node}: cannot start container: {exc}") from exc
+        self._taken_down.discard(node)
         if wait:
             self._wait_listening(node, before)
+
+    def _note_exit(self, node: str, container: Any) -> None:
+        """Record `node` in unexpected_exits if its container exited without us."""
+        if node in self._taken_down:
+            return
+        container.reload()
+        state = container.attrs.get("State", {})
+        if container.status in ("exited", "dead"):
+            self.unexpected_exits.append(
+                f"{node} exited on its own (exit code {state.get('ExitCode')}, "
+                f"at {state.get('FinishedAt')})")
 
     def kill(self, node: str, lose_unsynced: bool = True) -> None:
         """SIGKILL. With the disk-fault layer, writes not yet fsynced are lost unless
@@ -496,11 +514,13 @@ class Cluster:
             from harness.cluster import diskfs
 
             diskfs.control(self.container(node), "flush")
+        self._taken_down.add(node)
         self.container(node).kill(signal="SIGKILL")
         self.container(node).wait(timeout=STOP_TIMEOUT_S + 30)
 
     def stop(self, node: str, timeout_s: int = STOP_TIMEOUT_S) -> None:
         """SIGTERM, then SIGKILL after timeout_s (docker stop)."""
+        self._taken_down.add(node)
         self.container(node).stop(timeout=timeout_s)
 
     def restart(self, node: str, signal: str = "TERM", lose_unsynced: bool = True) -> None:

@@ -187,6 +187,7 @@ class Runner:
 
     def _carry_out(self) -> None:
         from harness.checker.convergence import ConvergenceWatch
+        from harness.checker.exits import exits_result
         from harness.client import LIBRDKAFKA_LOG, ProcessIds, drain
         from harness.metadata_check import wait_for_agreement, with_log_check
         from harness.metadata_log_check import check_collected, wait_for_caught_up
@@ -290,6 +291,7 @@ class Runner:
                      if n in controllers}, METADATA_AGREEMENT_TIMEOUT_S)
                 self.run_dir.write_meta(
                     metadata_divergence=metadata, unconverged_replicas=convergence,
+                    unexpected_exits=exits_result(cluster.unexpected_exits),
                     settled=settle_state is not None, drained=result.drained,
                     drain_failed=result.failed, workload_errors=wl.errors,
                     workload_stats=dict(wl.stats), faults_started=nemesis.faults_started,

@@ -34,6 +34,7 @@ from broker_app.sim.invariants import InvariantChecker
 from broker_app.sim.quorum import CONTROLLER_ID_BASE
 from harness.bench.reference_checker import reference_check
 from harness.checker.convergence import ConvergenceWatch
+from harness.checker.exits import exits_result
 from harness.checker.expectations import (
     AS_EXPECTED,
     CONTROLLER_COMMIT_WHILE_CUT,
@@ -41,6 +42,7 @@ from harness.checker.expectations import (
     INVARIANT_VIOLATIONS,
     UNCONVERGED_REPLICAS,
     UNEXPECTED,
+    UNEXPECTED_EXITS,
     Judgement,
     run_verdict,
     verdict,
@@ -215,6 +217,7 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     results[INVARIANT_VIOLATIONS] = invariants.result()
     diverged = replica_divergence(cluster)
     results[DIVERGED_OFFSETS] = divergence_check(diverged)
+    results[UNEXPECTED_EXITS] = exits_result(cluster.unexpected_exits())
     write_results(out_dir, results)
     return SimResult(seed, results, nemesis.fired, loop.now_ms, loop.events_run, path,
                      diverged, dict(ctx.follower_reads))

@@ -47,6 +47,11 @@ def test_fixed_mode_expects_nothing_acknowledged_lost(sc) -> None:
     fixed = sc.load("fixed")
     lost = fixed.expected.get("lost-write")
     acks_all = fixed.modes["fixed"].lost_by_acks.get("all")
+    if sc.id == "L21":  # documented: min.insync=1's power loss loses in both modes; the
+        # difference is the broker that stops itself (KAFKA-3410)
+        assert str(fixed.expected["unexpected-exits"]) == "== 0"
+        assert str(sc.load("legacy").expected["unexpected-exits"]) == "> 0"
+        return
     if sc.id in ("L2",):  # documented: the unflushed tail is lost in both modes
         assert str(fixed.modes["fixed"].diverged_offsets) == "== 0"
         assert str(fixed.modes["legacy"].diverged_offsets) == "> 0"

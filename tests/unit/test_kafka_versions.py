@@ -143,7 +143,7 @@ def test_harness_sends_each_switch_to_the_processes_that_take_it():
                        kafka_version="3.9")  # fmt: skip
     broker, controller = process_flags(spec)
     assert broker == ["--kafka-version", "3.9", "--no-eligible-leader-replicas", "--flush",
-                      "never", "--truncation", "kip-101"]
+                      "never", "--truncation", "kip-101", "--unclean-leader-election"]
     assert controller == ["--kafka-version", "3.9", "--no-eligible-leader-replicas",
                           "--unclean-leader-election"]
     assert process_flags(ClusterSpec()) == ([], [])

@@ -187,7 +187,8 @@ class Cluster:
         assert f is not None and f.state == OUT_OF_RANGE
         req = f.build_list_offsets()
         leader = self.leader
-        if req.current_leader_epoch != leader.leader_epoch:
+        # -1 (no KIP-320 fencing, before Kafka 2.1) is never checked, as KafkaApis does.
+        if req.current_leader_epoch not in (-1, leader.leader_epoch):
             return f.on_list_offsets_response(ListOffsetsAnswer(Errors.FENCED_LEADER_EPOCH))
         log = leader.log
         offset = log.log_end_offset if req.timestamp == -1 else log.log_start_offset

@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 from replication_sim import Cluster, values
 
+from broker_app.replication.errors import Errors
+
 A, B = 1, 2
 
 
@@ -329,3 +331,71 @@ def test_kip_320_legacy_zombie_fetch_hides_the_tail_from_reconciliation(make_clu
 def test_kip_320_fixed_fences_the_zombie_fetch(make_cluster, truncation) -> None:
     cluster = make_cluster([1, 2, 3], truncation=truncation)
     assert _kip_320_zombie(cluster) == ["m0", "m1", "m3", "m4"]
+
+
+def _kafka_3410(cluster: Cluster) -> None:
+    """KAFKA-3410's interleaving: B holds m0-m3 from leader A; A loses all but m0 (power
+    loss), is elected again (the last ISR member) and B, to which the leader did not change,
+    fetches on from its own log end, past A's: OFFSET_OUT_OF_RANGE, then ListOffsets."""
+    A, B = 1, 2
+    cluster.elect(A, isr=[A, B])
+    cluster.produce(["m0"])
+    cluster.produce(["m1", "m2", "m3"])
+    cluster.replicate(B, rounds=2)
+    cluster.crash_losing_tail(A, keep_until=1)
+    cluster.restart(A)
+    cluster.elect(A, isr=[A], followers=[B])
+
+
+def test_kafka_3410_legacy_follower_ahead_stops_its_broker(make_cluster) -> None:
+    """Kafka 2.0 (follower-ahead stop, unclean election off): the fetcher raises, keeping
+    B's tail; with the topic's unclean election on it truncates instead (L21)."""
+    from broker_app.replication.errors import LogTruncationNotAllowedError
+
+    cluster = make_cluster([1, 2], truncation="kip-279", follower_restart="leader-change",
+                           leader_epoch_fencing=False, follower_ahead="stop")
+    _kafka_3410(cluster)
+    assert cluster.fetch_round(B).error == Errors.OFFSET_OUT_OF_RANGE
+    with pytest.raises(LogTruncationNotAllowedError, match="latest offset 1 is less than"):
+        cluster.fetch_round(B)  # its ListOffsets: A's log ends at 1
+    fetcher = cluster.brokers[B].fetcher
+    assert fetcher is not None and fetcher.state == "failed"
+    assert values(cluster.brokers[B].log) == ["m0", "m1", "m2", "m3"]
+
+    cluster = make_cluster([1, 2], truncation="kip-279", follower_restart="leader-change",
+                           leader_epoch_fencing=False, follower_ahead="stop")
+    _kafka_3410(cluster)
+    fetcher = cluster.brokers[B].fetcher
+    assert fetcher is not None
+    fetcher.unclean_allowed = lambda: True
+    cluster.fetch_round(B)
+    cluster.fetch_round(B)
+    assert values(cluster.brokers[B].log) == ["m0"]
+
+
+def test_kafka_7414_follower_ahead_truncates(make_cluster) -> None:
+    """Kafka 2.1 (follower-ahead truncate): the same interleaving truncates B to A's log."""
+    cluster = make_cluster([1, 2], truncation="kip-279", follower_restart="leader-change",
+                           leader_epoch_fencing=False, follower_ahead="truncate")
+    _kafka_3410(cluster)
+    cluster.produce(["n1"])
+    cluster.fetch_round(B)  # out of range: truncated to A's log end (1)...
+    cluster.fetch_round(B)  # ...and fetching from there
+    assert values(cluster.brokers[B].log) == ["m0", "n1"]
+
+
+def test_legacy_follower_ignores_a_change_to_no_leader(make_cluster) -> None:
+    """ZooKeeper-era makeFollowers aborts when the new leader is unavailable: a Kafka <= 2.0
+    follower keeps its leader, so that leader elected again is no change (no restart)."""
+    A, B = 1, 2
+    legacy = make_cluster([1, 2], follower_restart="leader-change")
+    legacy.elect(A, isr=[A, B])
+    part = legacy.brokers[B].partition
+    assert not part.make_follower(-1, 1, [A], [A, B], 1, 0)
+    assert part.leader_id == A and part.leader_epoch == 0
+    assert not part.make_follower(A, 2, [A], [A, B], 2, 0)
+    fixed = make_cluster([1, 2])
+    fixed.elect(A, isr=[A, B])
+    part = fixed.brokers[B].partition
+    assert part.make_follower(-1, 1, [A], [A, B], 1, 0)
+    assert part.make_follower(A, 2, [A], [A, B], 2, 0)
