@@ -3,11 +3,12 @@
 Contract:
 - SWITCHES names each version-governed switch as plans and the command line spell it
   (`truncation`, `isr-update`, `isr-join`, `follower-restart`, `diverging-fetch-state`,
-  `follower-ahead`, `leader-epoch-fencing`, `strict-min-isr`, `eligible-leader-replicas`,
-  `unclean-leader-election`, `isr-eligibility`, `isr-broker-epochs`, `pre-vote`), the
-  processes that take it (broker, controller or both) and its allowed values. Switch values
-  are strings; booleans are "true"/"false". add_switch_arguments gives each process one flag
-  per switch it takes, switch_fields turns the flags into its config fields.
+  `follower-ahead`, `leader-epoch-fencing`, `client-leader-epochs`, `strict-min-isr`,
+  `eligible-leader-replicas`, `unclean-leader-election`, `isr-eligibility`,
+  `isr-broker-epochs`, `pre-vote`), the processes that take it (broker, controller or both)
+  and its allowed values. Switch values are strings; booleans are "true"/"false".
+  add_switch_arguments gives each process one flag per switch it takes, switch_fields turns
+  the flags into its config fields.
 - VERSIONS is the table: each row is a Kafka release, the value of EVERY switch in it, and what
   changed in it with its KIP/JIRA. It is written as a changelog (_CHANGES: the oldest
   release's values, then the switches each release changed). A release not listed behaves like
@@ -81,6 +82,10 @@ SWITCHES: tuple[Switch, ...] = (
     Switch("leader-epoch-fencing", ("broker",), BOOL,
            "KIP-320: a follower's requests carry its leader epoch; a leader in another epoch "
            "refuses them"),
+    Switch("client-leader-epochs", ("broker",), BOOL,
+           "KIP-320: clients learn leader epochs (Metadata v7) and may ask OffsetForLeaderEpoch, "
+           "so a consumer validates its position after a leader change; false: Kafka 2.0's "
+           "API versions"),
     Switch("strict-min-isr", ("broker",), BOOL,
            "the HW advances only while the ISR has min.insync.replicas members"),
     Switch("eligible-leader-replicas", ("broker", "controller"), BOOL,
@@ -109,7 +114,8 @@ class KafkaVersion:
 _OLDEST: dict[str, str] = {
     "truncation": "high-watermark", "isr-update": "eager", "isr-join": "high-watermark",
     "follower-restart": "leader-change", "diverging-fetch-state": "update",
-    "follower-ahead": "stop", "leader-epoch-fencing": "false", "strict-min-isr": "false",
+    "follower-ahead": "stop", "leader-epoch-fencing": "false", "client-leader-epochs": "false",
+    "strict-min-isr": "false",
     "eligible-leader-replicas": "false", "unclean-leader-election": "true",
     "isr-eligibility": "false", "isr-broker-epochs": "false", "pre-vote": "false",
 }  # fmt: skip
@@ -132,10 +138,14 @@ _CHANGES: tuple[tuple[str, dict[str, str], str], ...] = (
      "KAFKA-7128: a follower joins the ISR only once it reached the start of the leader's "
      "epoch, not just the HW (L15); KAFKA-7164: a follower that missed an epoch of the "
      "same leader reconciles its log again (L16)"),
-    ("2.1", {"leader-epoch-fencing": "true", "follower-ahead": "truncate"},
+    ("2.1", {"leader-epoch-fencing": "true", "follower-ahead": "truncate",
+             "client-leader-epochs": "true"},
      "KIP-320 (KAFKA-7395): follower requests carry the leader epoch they follow, and a "
      "leader in another epoch refuses them: a zombie follower's stale fetch no longer "
-     "appends the new epoch's batches after a tail it should have truncated (L18); "
+     "appends the new epoch's batches after a tail it should have truncated (L18); clients "
+     "learn leader epochs (Metadata v7, OffsetForLeaderEpoch v2), so a consumer can "
+     "validate its position after a leader change (the Java consumer does since 2.3, "
+     "KAFKA-7747; librdkafka since 2.1) (L22); "
      "KAFKA-7414: a follower whose leader's log ends below its fetch offset truncates "
      "instead of stopping its broker (KAFKA-3410, L21)"),
     ("2.7", {"isr-update": "maximal"},

@@ -280,7 +280,7 @@ class Workload:
                 if client is None:
                     client = ConsumerClient(
                         self.new_process(), self._bootstrap(), self.history,
-                        self.consumer_partitions, config=_rack_config(spec, slot),
+                        self.consumer_partitions, config=_consumer_config(spec, slot),
                     )
                 self._count(client.poll(timeout_s=max(0.05, interval)))
                 if client.crashed:
@@ -349,6 +349,12 @@ def _rack_config(spec: ConsumerSpec, slot: int) -> dict[str, str]:
     """librdkafka's client.rack for consumer `slot` (KIP-392), when the plan gives racks."""
     rack = spec.rack(slot)
     return {"client.rack": rack} if rack else {}
+
+
+def _consumer_config(spec: ConsumerSpec, slot: int) -> dict[str, str]:
+    """Assign-mode consumer `slot`'s librdkafka settings from the plan: client.rack, and
+    auto.offset.reset (ConsumerSpec.auto_offset_reset)."""
+    return {**_rack_config(spec, slot), "auto.offset.reset": spec.auto_offset_reset}
 
 
 def workload_from_plan(

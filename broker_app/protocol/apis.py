@@ -110,6 +110,30 @@ ADVERTISED_APIS: dict[int, VersionRange] = {
 }
 
 
+# KIP-320 (Kafka 2.1) gave clients leader epochs: Metadata v7 (each partition's leader epoch),
+# Fetch v9 and ListOffsets v4 (current_leader_epoch), OffsetCommit v6 and OffsetFetch v5 (a
+# committed offset's epoch), and OffsetForLeaderEpoch v2 for clients (v0-v1 served replicas
+# only). The versions before those, advertised by a broker emulating Kafka 2.0 or older
+# (`client-leader-epochs` false): a client then learns no leader epoch and cannot validate its
+# position after a leader change (KIP-320's consumer side, catalog 9, L22).
+PRE_KIP_320_MAX_VERSIONS: dict[int, int] = {
+    ApiKey.METADATA: 6, ApiKey.FETCH: 8, ApiKey.LIST_OFFSETS: 3, ApiKey.OFFSET_COMMIT: 5,
+    ApiKey.OFFSET_FETCH: 4,
+}
+
+
+def advertised_apis(client_leader_epochs: bool = True) -> dict[int, VersionRange]:
+    """What ApiVersions answers: ADVERTISED_APIS, or without KIP-320's client versions.
+    Only the advertisement changes: a request of a higher version is still served (this
+    broker's own replicas and tools send fixed versions without asking)."""
+    if client_leader_epochs:
+        return ADVERTISED_APIS
+    out = {k: VersionRange(r.min_version, min(r.max_version, PRE_KIP_320_MAX_VERSIONS[k]))
+           if k in PRE_KIP_320_MAX_VERSIONS else r for k, r in ADVERTISED_APIS.items()}
+    del out[ApiKey.OFFSET_FOR_LEADER_EPOCH]
+    return out
+
+
 def is_supported(api_key: int, api_version: int) -> bool:
     vr = SUPPORTED_APIS.get(api_key)
     return vr is not None and api_version in vr

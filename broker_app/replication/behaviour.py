@@ -110,6 +110,14 @@ class ReplicationBehaviour:
     (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). False: they carry none (-1), as before 2.1,
     and any leader serves them."""
 
+    client_leader_epochs: bool = True
+    """KIP-320 (Kafka 2.1): clients learn each partition's leader epoch (Metadata v7+) and may
+    ask OffsetForLeaderEpoch (v2+), so a consumer validates its position after a leader change
+    and goes back to where the new leader's log diverged. False: ApiVersions advertises Kafka
+    2.0's versions (protocol/apis.py advertised_apis), and no client can: after an unclean
+    truncation a consumer at the tail silently skips the records written at offsets it had
+    already passed (catalog 9, L22). Read only by KafkaApis' ApiVersions."""
+
     consumer_visibility: ConsumerVisibility = "high-watermark"
     """How far consumers may read. "log-end" serves uncommitted data (legacy, L5)."""
 
@@ -160,7 +168,8 @@ class ReplicationBehaviour:
                     f"ReplicationBehaviour.{name}={value!r} is not one of {', '.join(allowed)}"
                 )
         for name in ("strict_min_isr", "unclean_leader_election", "eligible_leader_replicas",
-                     "isr_broker_epochs", "leader_epoch_fencing", "isr_eligibility"):
+                     "isr_broker_epochs", "leader_epoch_fencing", "isr_eligibility",
+                     "client_leader_epochs"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"ReplicationBehaviour.{name} must be a bool")
         if self.eligible_leader_replicas and not self.strict_min_isr:

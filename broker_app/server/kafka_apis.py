@@ -32,7 +32,7 @@ from typing import Any
 from broker_app.config import BrokerConfig
 from broker_app.coordinator.producer_ids import ProducerIdManager
 from broker_app.environment import new_rng
-from broker_app.protocol.apis import ADVERTISED_APIS, ApiKey
+from broker_app.protocol.apis import ApiKey, advertised_apis
 from broker_app.protocol.codec import Request
 from broker_app.protocol.error_codes import Errors
 from broker_app.reject_log import RejectLog
@@ -192,7 +192,8 @@ class KafkaApis:
                 "ApiVersions v%d unsupported; replying UNSUPPORTED_VERSION in v0",
                 request.api_version,
             )
-        return api_versions_response(request, ADVERTISED_APIS)
+        return api_versions_response(
+            request, advertised_apis(self.config.behaviour.client_leader_epochs))
 
     # -- Metadata -----------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from broker_app.controller.broker_lifecycle import CONTROLLED_SHUTDOWN_MS, Broke
 from broker_app.metadata import MetadataLoader
 from broker_app.metadata.image import MetadataImage
 from broker_app.metadata.metadata_fetcher import MetadataFetcher, MetadataFetchError
+from broker_app.protocol.apis import advertised_apis
 from broker_app.protocol.codec import Request
 from broker_app.replication.alter_partition_manager import (
     build_alter_partition,
@@ -125,6 +126,12 @@ class SimBroker:
     @property
     def image(self) -> MetadataImage:
         return self.loader.image
+
+    def advertised_versions(self) -> dict[int, int]:
+        """The highest version of each API its ApiVersions answers (KafkaApis uses the same
+        advertised_apis): what a simulated client negotiates, without a message."""
+        return {int(k): r.max_version for k, r in
+                advertised_apis(self.config.behaviour.client_leader_epochs).items()}
 
     def auto_create_topic(self, name: str) -> None:
         log.info("%s: auto-create of %r ignored (the simulator creates topics)", self.name, name)

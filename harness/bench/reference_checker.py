@@ -37,6 +37,8 @@ def reference_check(path: str | Path) -> dict[str, Any]:
     in_flight: dict[Any, int] = {}  # process -> index of its invoke
     last_read: dict[tuple, tuple[int, int]] = {}  # (process, final, p) -> (offset, index)
     seq_events: list[tuple] = []  # (p, kind, prev_offset, offset, prev_index, index)
+    # (process, p, generation, rebalance) -> its non-final reads in order: (offset, value, index)
+    sequences: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
     stats = dict.fromkeys(("sends", "acked", "failed", "info", "polls"), 0)
     groups = _GroupReads()
 
@@ -84,6 +86,8 @@ def reference_check(path: str | Path) -> dict[str, Any]:
                 nonfinal[p][(offset, value)] = index
             if not is_final:
                 groups.read(op, r)
+                sequences[(process, p, r.get("generation"), r.get("rebalance"))].append(
+                    (offset, value, index))
             key = (process, is_final, p, r.get("generation"), r.get("rebalance"))
             prev = last_read.get(key)
             if prev is not None:
@@ -139,6 +143,10 @@ def reference_check(path: str | Path) -> dict[str, Any]:
             add("nonmonotonic-poll", p, index, [prev_index, index])
         elif offset > prev_offset + 1 and _held_between(final_offsets.get(p), prev_offset, offset):
             add("poll-skip", p, index, [prev_index, index])
+
+    for (_process, p, _g, _r), reads in sequences.items():
+        for key, ex in _truncation_skips(reads, final.get(p)):
+            add("truncation-skip", p, key, ex)
 
     for p, first in sent_parts.items():
         if p not in final:
@@ -201,6 +209,29 @@ class _GroupReads:
             if len(firsts) > 1:
                 ex = sorted(firsts)
                 add("generation-reuse", p, ex[0], ex[:EXAMPLES])
+
+
+def _truncation_skips(reads: list[tuple[int, int, int]], final: dict[int, dict[int, int]] | None
+                      ) -> list[tuple[int, list[int]]]:  # fmt: skip
+    """docs/history-truncation-skip.md: in one process's sequence of reads of p, each offset o
+    it read with a value F[p] replaced, that it later read past (a read of an offset > o
+    holding F[p]'s value) and never re-read with F[p]'s value. One unit per offset: the
+    first such read's index and the index of the highest-offset final read after it."""
+    if not final:
+        return []
+    later_max = (-1, -1)  # (offset, index) of the highest-offset good read after this one
+    good_later: set[int] = set()  # offsets read after this one with F[p]'s value
+    first: dict[int, tuple[int, int]] = {}  # offset -> (index, later_max index), earliest wins
+    for offset, value, index in reversed(reads):
+        held = final.get(offset)
+        good = held is not None and value in held
+        if good:
+            good_later.add(offset)
+            if offset > later_max[0]:
+                later_max = (offset, index)
+        elif held is not None and later_max[0] > offset and offset not in good_later:
+            first[offset] = (index, later_max[1])
+    return sorted((i, [i, j]) for i, j in first.values())
 
 
 def _held_between(offsets: list[int] | None, lo: int, hi: int) -> bool:

@@ -391,6 +391,8 @@ def anomaly_rows(part: DataFrame, obs: DataFrame, cached: list[DataFrame]) -> Da
         .filter(c("nf") < c("offset"))
     )
 
+    truncation_skips = _truncation_skips(part, uncommitted, offsets)
+
     no_final = (
         part.filter((c("kind") == OP) & (c("type") == inv))
         .groupBy(*PART)
@@ -408,12 +410,51 @@ def anomaly_rows(part: DataFrame, obs: DataFrame, cached: list[DataFrame]) -> Da
         _rows(lost_failure, "lost-failure", c("inv"), F.array("inv", "idx", "fmin")),
         _rows(unseen_info, "unseen-info", c("inv"), F.array("inv", "idx", "fmin")),
         _rows(no_final, "no-final-read", c("i"), F.array("i")),
+        _rows(truncation_skips, "truncation-skip", c("m.index"), F.array("m.index", "m.past")),
         *group_rows(part, final_log),
     ]
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)
     return out
+
+
+def _truncation_skips(part: DataFrame, uncommitted: DataFrame, offsets: DataFrame) -> DataFrame:
+    """docs/history-truncation-skip.md: per (process sequence, p, offset), a non-final read of
+    a value F[p] replaced at that offset, followed in the sequence by a read of a higher offset
+    holding F[p]'s value and by no read of that offset with F[p]'s value. Candidate reads are
+    few (uncommitted reads at offsets F[p] holds), so only their sequences are windowed. Columns
+    as `_rows` wants them, plus `m`: (index of the first such read, index of the highest-offset
+    final read after it)."""
+    seq = [*PART, "process", "g", "r"]
+    reads = part.filter((c("kind") == RECORD) & ~c("final")).select(
+        *PART, "process", F.coalesce(c("generation"), F.lit(-1)).alias("g"),
+        F.coalesce(c("rebalance"), F.lit(-1)).alias("r"), "index", "pos", "offset", "value",
+    )  # fmt: skip
+    bad = uncommitted.select(*PART, "offset", "value")
+    replaced = F.broadcast(
+        bad.join(offsets.filter(c("n_final") > 0).select(*PART, "offset"), [*PART, "offset"],
+                 "left_semi"))  # fmt: skip
+    sequences = reads.join(replaced, [*PART, "offset", "value"], "left_semi").select(*seq)
+    reads = reads.join(F.broadcast(sequences.distinct()), seq, "left_semi").join(
+        F.broadcast(bad.withColumn("bad", F.lit(True))), [*PART, "offset", "value"], "left")
+    good = c("bad").isNull()
+    after = Window.partitionBy(*seq).orderBy("index", "pos").rowsBetween(
+        1, Window.unboundedFollowing)
+    after_here = Window.partitionBy(*seq, "offset").orderBy("index", "pos").rowsBetween(
+        1, Window.unboundedFollowing)
+    marked = reads.select(
+        *seq, "index", "offset", "value",
+        F.max(F.when(good, F.struct(c("offset").alias("o"), c("index").alias("i"))))
+        .over(after).alias("past"),
+        F.max(F.when(good, F.lit(1))).over(after_here).alias("reread"),
+    )  # fmt: skip
+    return (
+        marked.join(replaced, [*PART, "offset", "value"], "left_semi")
+        .filter((c("past.o") > c("offset")) & c("reread").isNull())
+        .groupBy(*seq, "offset")
+        .agg(F.min(F.struct(c("index").alias("index"), c("past.i").alias("past"))).alias("m"))
+    )
 
 
 def group_rows(part: DataFrame, final_log: DataFrame) -> list[DataFrame]:

@@ -32,6 +32,9 @@ ANOMALIES = (
     "lost-failure",
     "unseen-info",
     "no-final-read",
+    # docs/history-truncation-skip.md: a consumer that read past a truncation without
+    # re-reading what replaced the records it had read (KIP-320's consumer side)
+    "truncation-skip",
     # Consumer-group anomalies (docs/history-groups.md): only histories with group polls and
     # commit ops can have them.
     "commit-regression",

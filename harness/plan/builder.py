@@ -35,6 +35,7 @@ from harness.plan.yamlnodes import NodeReader, describe, join, suggest
 
 CONSUMER_MODES = ("assign", "subscribe")
 COMMIT_MODES = ("sync", "async", "auto", "none")  # harness.group_client.COMMIT_MODES
+OFFSET_RESETS = ("earliest", "latest")  # librdkafka's auto.offset.reset, assign mode
 ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
 TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
@@ -227,7 +228,8 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
 
     def consumers(self, node: Node, path: str) -> ConsumerSpec:
         c = self.mapping(node, path, ("count", "poll_interval_ms", "partitions", "mode", "group",
-                                      "commit", "assignor", "max_poll_records", "racks"))
+                                      "commit", "assignor", "max_poll_records", "racks",
+                                      "auto_offset_reset"))
         kw: dict[str, Any] = {}
         if "racks" in c:
             items = self.seq(c["racks"][1], f"{path}.racks")
@@ -242,7 +244,7 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
             kw["poll_interval_ms"] = self.int_(c["poll_interval_ms"][1],
                                                f"{path}.poll_interval_ms", 1, 60_000)
         for key, choices in (("mode", CONSUMER_MODES), ("commit", COMMIT_MODES),
-                             ("assignor", ASSIGNORS)):
+                             ("assignor", ASSIGNORS), ("auto_offset_reset", OFFSET_RESETS)):
             if key in c:
                 kw[key] = self.enum(c[key][1], f"{path}.{key}", choices)
         mode = kw.get("mode", "assign")
@@ -250,6 +252,10 @@ class PlanBuilder(NodeReader, StepsMixin, ModesMixin):
             if key in c and mode != "subscribe":
                 raise self.error(c[key][0], f"{path}.{key}",
                                  "only with mode: subscribe (assign mode has no group)")
+        if "auto_offset_reset" in c and mode == "subscribe":
+            raise self.error(c["auto_offset_reset"][0], f"{path}.auto_offset_reset",
+                             "only with mode: assign (group members start from the group's "
+                             "committed offsets)")
         if "partitions" in c:
             if mode == "subscribe":
                 raise self.error(c["partitions"][0], f"{path}.partitions",

@@ -115,6 +115,11 @@ class ConsumerSpec:
     commit: str = "sync"  # sync | async | auto | none (subscribe mode)
     assignor: str = "range"  # range | roundrobin | cooperative-sticky
     max_poll_records: int = 500  # records per poll op at most (subscribe mode)
+    # librdkafka's auto.offset.reset of assign-mode consumers: where a position that is out of
+    # the leader's range goes (earliest: the log start; latest: the end, as a consumer at the
+    # tail of a stream is usually set up). A truncation KIP-320 validation detects goes back
+    # to where the logs diverged, whatever this says.
+    auto_offset_reset: str = "earliest"
     # KIP-392: consumer slot i sets client.rack = racks[i % len(racks)] (empty: no rack). A
     # container broker N is in rack "rack-N", so with `cluster.switches: {replica-selector:
     # rack-aware}` a consumer with rack "rack-N" reads from broker N when it holds a replica

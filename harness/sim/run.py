@@ -174,8 +174,8 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
         SimProducer(ctx, job, producer_done).start()
     cspec = plan.workload.consumers
     parts = [parse_partition(p) for p in cspec.partitions] or all_partitions(plan.cluster)
-    consumers = [SimConsumer(ctx, parts, cspec.poll_interval_ms, cspec.rack(i))
-                 for i in range(cspec.count)]
+    consumers = [SimConsumer(ctx, parts, cspec.poll_interval_ms, cspec.rack(i),
+                             cspec.auto_offset_reset) for i in range(cspec.count)]
     nemesis.consumers = consumers  # what replace-consumer acts on
     for c in consumers:
         c.start()

@@ -15,12 +15,27 @@ PartitionCycle, producer_jobs) and client.py's `fail`/`info` classification:
 - a consumer process polls every poll_interval_ms: one Fetch (max_wait 0) per leader for the
   partitions it leads, from the consumer's positions; `ok` with the records read, `fail` when
   every partition answered an error. OFFSET_OUT_OF_RANGE (its position was truncated away)
-  ends the poll `info` and the process is replaced (a new one reads from offset 0).
-- metadata: a client asks a Metadata v12 of the brokers in turn and caches the leaders and
-  their leader epochs (never going back to an older epoch); a Fetch carries the cached
-  epoch as current_leader_epoch (KIP-320, as librdkafka does), so a replica that is no longer
-  the leader, or not yet, answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH instead of data;
-  errors that mean "wrong leader" refresh the metadata.
+  ends the poll `info` and the process is replaced (a new one reads from offset 0); with
+  auto_offset_reset `latest` the same process asks the leader's latest offset (ListOffsets)
+  and goes on from there, the poll `fail`ing with librdkafka's _AUTO_OFFSET_RESET.
+- metadata: a client asks Metadata (v12, or the highest the brokers advertise) of the brokers
+  in turn, and caches the leaders and their leader epochs (never
+  going back to an older epoch); a Fetch carries the cached epoch as current_leader_epoch
+  (KIP-320, as librdkafka does), so a replica that is no longer the leader, or not yet,
+  answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH instead of data; errors that mean "wrong
+  leader" refresh the metadata. A broker advertising Kafka 2.0's versions (no KIP-320 for
+  clients) gives no leader epochs: every epoch is then -1. Deviation: the versions come from
+  SimBroker.advertised_versions (what KafkaApis' ApiVersions answers), not from an
+  ApiVersions request: connection setup is not simulated, and an extra message would move
+  every schedule found before (found plans replay at the seed they were found at).
+- position validation (KIP-320's consumer side, as librdkafka 2.1+ does it,
+  rd_kafka_offset_validate): a consumer remembers the leader epoch of the batch its last
+  record came from; when the metadata shows a higher leader epoch for the partition it asks
+  the leader OffsetForLeaderEpoch(that epoch) before fetching again, and when the answer's
+  end offset is below its position it goes back there (the same process: the history shows
+  the re-read as nonmonotonic-poll). Without leader epochs (Kafka 2.0's versions) nothing is
+  validated, and after an unclean truncation a consumer at the tail reads on from its
+  position: the records written at the offsets it had passed are skipped (catalog 9, L22).
 - `Drainer`: the final reads (`final: true`) of every partition from offset 0 up to the HW,
   after the run healed everything.
 """
@@ -118,8 +133,14 @@ class Metadata:
         # answer from a broker whose metadata is older is not applied (librdkafka and the
         # Java client skip a partition's metadata whose leader epoch went backwards).
         self.epochs: dict[TopicPartition, int] = {}
+        # The highest version of each API the brokers advertise (ApiVersions, asked once).
+        self.versions: dict[int, int] | None = None
         self._turn = 0
         self._refreshing = False
+
+    def version(self, api_key: int, wanted: int) -> int:
+        """The version this client sends: `wanted`, or the broker's highest if lower."""
+        return wanted if self.versions is None else min(wanted, self.versions.get(api_key, -1))
 
     def refresh(self) -> None:
         if self._refreshing:
@@ -128,7 +149,9 @@ class Metadata:
         ids = sorted(self.ctx.cluster.brokers)
         target = f"broker-{ids[self._turn % len(ids)]}"
         self._turn += 1
-        body = build(request_class(3, 12), {
+        if self.versions is None:
+            self.versions = self.ctx.cluster.brokers[ids[0]].advertised_versions()
+        body = build(request_class(3, self.version(3, 12)), {
             "topics": None, "allow_auto_topic_creation": False,
             "include_topic_authorized_operations": False,
         })  # fmt: skip
@@ -138,7 +161,7 @@ class Metadata:
             for t in resp.topics:
                 for p in t.partitions:
                     tp = (t.name, p.partition_index)
-                    epoch = int(p.leader_epoch)
+                    epoch = int(getattr(p, "leader_epoch", -1))  # Metadata v7+ (KIP-320)
                     if epoch < self.epochs.get(tp, -1):
                         continue  # stale metadata
                     self.epochs[tp] = epoch
@@ -280,14 +303,19 @@ class _Send:
         self.complete("info", error="_MSG_TIMED_OUT" if "timeout" in reason else "_TRANSPORT")
 
 
-def decode_values(records: bytes, topic: str, partition: int) -> list[dict[str, Any]]:
+def decode_values(records: bytes, topic: str, partition: int, from_offset: int = 0
+                  ) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
+    """The records at or past `from_offset`, and the leader epoch of the batch holding the
+    last of them (-1 with none): what a KIP-320 consumer validates its position with."""
     out = []
-    for _h, view in iter_batches(records, allow_partial_tail=True):
+    epoch = -1
+    for h, view in iter_batches(records, allow_partial_tail=True):
         for r in decode_records(view):
-            if r.value is not None:
+            if r.value is not None and r.offset >= from_offset:
                 out.append({"topic": topic, "partition": partition, "offset": r.offset,
                             "value": int(r.value)})  # fmt: skip
-    return out
+                epoch = h.partition_leader_epoch
+    return out, epoch
 
 
 class Poller:
@@ -322,7 +350,8 @@ class Poller:
         positions: dict[TopicPartition, int],
         done: Callable[[list[dict[str, Any]], dict[TopicPartition, Any]], None],
     ) -> None:
-        """done(records in order, {tp: error name or (hw, had_records)})."""
+        """done(records in order, {tp: error name or (hw, had_records, last record's batch
+        leader epoch)})."""
         by_source: dict[int, list[TopicPartition]] = {}
         answers: dict[TopicPartition, Any] = {}
         for tp in sorted(positions):
@@ -344,7 +373,7 @@ class Poller:
             finish()
             return
         for source, tps in sorted(by_source.items()):
-            body = build(request_class(1, 12), {
+            body = build(request_class(1, self.metadata.version(1, 12)), {
                 "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20,
                 "isolation_level": 0, "session_id": 0, "session_epoch": -1,
                 "topics": [{"topic": t, "partitions": [
@@ -373,12 +402,12 @@ class Poller:
                         redirect = int(getattr(p, "preferred_read_replica", -1))
                         if redirect >= 0 and self.rack:
                             self.preferred[tp] = (redirect, self.ctx.loop.now_ms)
-                        recs = decode_values(bytes(p.records or b""), *tp)
-                        recs = [r for r in recs if r["offset"] >= positions[tp]]
+                        recs, epoch = decode_values(bytes(p.records or b""), *tp,
+                                                    positions[tp])
                         if tp in from_follower:
                             self.ctx.follower_reads[source] += len(recs)
                         results[tp] = recs
-                        answers[tp] = (int(p.high_watermark), bool(recs))
+                        answers[tp] = (int(p.high_watermark), bool(recs), epoch)
                 waiting[0] -= 1
                 if waiting[0] == 0:
                     finish()
@@ -401,11 +430,12 @@ class SimConsumer:
     replace-consumer action)."""
 
     def __init__(self, ctx: ClientContext, parts: list[TopicPartition], interval_ms: int,
-                 rack: str | None = None) -> None:
+                 rack: str | None = None, auto_offset_reset: str = "earliest") -> None:
         self.ctx = ctx
         self.parts = parts
         self.interval_ms = interval_ms
         self.rack = rack
+        self.auto_offset_reset = auto_offset_reset
         self.stopped = False
         self._replace = False
         self._new_client()
@@ -414,6 +444,11 @@ class SimConsumer:
         self.process = self.ctx.new_process()
         self.metadata = Metadata(self.ctx)
         self.positions = dict.fromkeys(self.parts, 0)
+        # KIP-320: the leader epoch of the batch each position's last record came from, and
+        # the metadata's leader epoch the position was last validated against.
+        self.position_epochs: dict[TopicPartition, int] = {}
+        self.validated: dict[TopicPartition, int] = {}
+        self.to_reset: set[TopicPartition] = set()  # out of range, auto_offset_reset latest
         self.preferred: dict[TopicPartition, tuple[int, int]] = {}
 
     def replace(self) -> None:
@@ -425,6 +460,63 @@ class SimConsumer:
         self.metadata.refresh()
         self.ctx.later(self.interval_ms, self._poll)
 
+    def _to_validate(self) -> dict[TopicPartition, tuple[int, int]]:
+        """tp -> (metadata leader epoch, position's epoch) for the positions librdkafka would
+        validate now: the leader epoch grew since, and the position has an epoch."""
+        out = {}
+        for tp, epoch in self.metadata.epochs.items():
+            if epoch <= self.validated.get(tp, -1) or tp not in self.positions:
+                continue
+            mine = self.position_epochs.get(tp, -1)
+            if mine < 0:  # nothing read yet: no epoch to validate ("no leader epoch set")
+                self.validated[tp] = epoch
+            else:
+                out[tp] = (epoch, mine)
+        return out
+
+    def _validate(self, todo: dict[TopicPartition, tuple[int, int]],
+                  then: Callable[[], None]) -> None:
+        """OffsetForLeaderEpoch (v2, as librdkafka sends it) to each partition's leader; a
+        position past the end offset of its epoch goes back to it (rd_kafka_offset_validate:
+        auto.offset.reset is not `error`, so it seeks). A failed answer is asked again at the
+        next poll; the partitions are fetched meanwhile, unlike librdkafka's wait."""
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp in sorted(todo):
+            leader = self.metadata.leaders.get(tp)
+            if leader is not None:
+                by_leader.setdefault(leader, []).append(tp)
+        waiting = [len(by_leader)]
+        if not by_leader:
+            then()
+            return
+
+        def one_done() -> None:
+            waiting[0] -= 1
+            if waiting[0] == 0:
+                then()
+
+        for leader, tps in sorted(by_leader.items()):
+            body = build(request_class(23, 2), {"topics": [
+                {"topic": t, "partitions": [
+                    {"partition": p, "current_leader_epoch": todo[(t, p)][0],
+                     "leader_epoch": todo[(t, p)][1]} for (t2, p) in tps if t2 == t]}
+                for t in sorted({t for t, _ in tps})]})  # fmt: skip
+
+            def ok(resp: Any) -> None:
+                for t in resp.topics:
+                    for p in t.partitions:
+                        tp = (t.topic, p.partition)
+                        if int(p.error_code.value) != Errors.NONE or tp not in todo:
+                            continue
+                        self.validated[tp] = todo[tp][0]
+                        end = int(p.end_offset)
+                        if 0 <= end < self.positions.get(tp, 0) and int(p.leader_epoch) >= 0:
+                            self.positions[tp] = end  # log truncation detected: seek
+                one_done()
+
+            self.ctx.net.rpc(CLIENT, f"broker-{leader}", body, ok, lambda _r: one_done(),
+                             FETCH_TIMEOUT_MS)
+
     def _poll(self) -> None:
         if self.stopped:
             return
@@ -432,17 +524,83 @@ class SimConsumer:
             self._replace = False
             self._new_client()
             self.metadata.refresh()
+        todo = self._to_validate()
+        if self.to_reset:
+            self._reset_latest(lambda: self._validate(todo, self._fetch) if todo
+                               else self._fetch())
+        elif todo:
+            self._validate(todo, self._fetch)
+        else:
+            self._fetch()
+
+    def _advance(self, records: list[dict[str, Any]], answers: dict[TopicPartition, Any]
+                 ) -> None:  # fmt: skip
+        """Positions past the records read, with the leader epoch of the last one's batch."""
+        for r in records:
+            self.positions[(r["topic"], r["partition"])] = r["offset"] + 1
+        for tp, a in answers.items():
+            if not isinstance(a, str) and a[1]:
+                self.position_epochs[tp] = a[2]
+
+    def _reset_latest(self, then: Callable[[], None]) -> None:
+        """ListOffsets(latest) to each leader for the partitions out of range: the position
+        becomes the end a consumer may read to (the HW). Unanswered ones are asked again."""
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp in sorted(self.to_reset):
+            leader = self.metadata.leaders.get(tp)
+            if leader is not None:
+                by_leader.setdefault(leader, []).append(tp)
+        waiting = [len(by_leader)]
+        if not by_leader:
+            then()
+            return
+
+        def one_done() -> None:
+            waiting[0] -= 1
+            if waiting[0] == 0:
+                then()
+
+        for leader, tps in sorted(by_leader.items()):
+            body = build(request_class(2, 4), {
+                "replica_id": -1, "isolation_level": 0,
+                "topics": [{"name": t, "partitions": [
+                    {"partition_index": p, "current_leader_epoch":
+                     self.metadata.epochs.get((t, p), -1), "timestamp": -1}
+                    for (t2, p) in tps if t2 == t]} for t in sorted({t for t, _ in tps})],
+            })  # fmt: skip
+
+            def ok(resp: Any) -> None:
+                for t in resp.topics:
+                    for p in t.partitions:
+                        tp = (t.name, p.partition_index)
+                        if int(p.error_code.value) == Errors.NONE and int(p.offset) >= 0:
+                            self.positions[tp] = int(p.offset)
+                            self.to_reset.discard(tp)
+                one_done()
+
+            self.ctx.net.rpc(CLIENT, f"broker-{leader}", body, ok, lambda _r: one_done(),
+                             FETCH_TIMEOUT_MS)
+
+    def _fetch(self) -> None:
+        if self.stopped:
+            return
         invoke = self.ctx.history.invoke(self.process, "poll", final=False)
 
         def done(records: list[dict[str, Any]], answers: dict[TopicPartition, Any]) -> None:
-            if any(a == "OFFSET_OUT_OF_RANGE" for a in answers.values()):
+            out_of_range = [tp for tp, a in answers.items() if a == "OFFSET_OUT_OF_RANGE"]
+            if out_of_range and self.auto_offset_reset == "latest":
+                self.to_reset.update(out_of_range)
+                self._advance(records, answers)
+                if records:
+                    self.ctx.history.complete(invoke, "ok", records=records)
+                else:
+                    self.ctx.history.complete(invoke, "fail", error="_AUTO_OFFSET_RESET")
+            elif out_of_range:
                 self.ctx.history.complete(invoke, "info", error="OFFSET_OUT_OF_RANGE")
                 self._new_client()
                 self.metadata.refresh()
             elif records or any(not isinstance(a, str) for a in answers.values()):
-                for r in records:
-                    tp = (r["topic"], r["partition"])
-                    self.positions[tp] = r["offset"] + 1
+                self._advance(records, answers)
                 self.ctx.history.complete(invoke, "ok", records=records)
             else:
                 errors = sorted({a for a in answers.values() if isinstance(a, str)})

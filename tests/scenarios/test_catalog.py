@@ -19,9 +19,10 @@ ALL = scenarios()
 SOURCE = re.compile(r"KIP-\d+|KAFKA-\d+|Jepsen|Kafka documentation|design")
 
 
-# Scenarios of a guarantee with no legacy behaviour in the project (L14: a partitioned active
-# controller, which no KRaft release let commit: see its description).
-FIXED_ONLY = {"L14"}
+# Scenarios with one mode (each description says why): L14, a guarantee no KRaft release
+# broke (a partitioned active controller commits nothing); L23, a recovery no release has
+# (KIP-966's unclean recovery: every replica lost data).
+FIXED_ONLY = {"L14", "L23"}
 
 
 def test_the_priority_scenarios_exist_with_legacy_and_fixed() -> None:
@@ -47,10 +48,17 @@ def test_fixed_mode_expects_nothing_acknowledged_lost(sc) -> None:
     fixed = sc.load("fixed")
     lost = fixed.expected.get("lost-write")
     acks_all = fixed.modes["fixed"].lost_by_acks.get("all")
-    if sc.id == "L21":  # documented: min.insync=1's power loss loses in both modes; the
-        # difference is the broker that stops itself (KAFKA-3410)
-        assert str(fixed.expected["unexpected-exits"]) == "== 0"
-        assert str(sc.load("legacy").expected["unexpected-exits"]) == "> 0"
+    # Documented: min.insync=1's power loss loses acknowledged records in both modes; the
+    # difference is the broker that stops itself (L21, KAFKA-3410) or the consumer that
+    # skips what replaced the records it read (L22, KIP-320's consumer side).
+    if sc.id == "L23":  # no release keeps what every replica lost (KIP-966's recovery is in
+        # none): the scenario shows 4.1 losing more than the longest log would have
+        assert str(fixed.expected["lost-write"]) == "> 400"
+        return
+    differs = {"L21": "unexpected-exits", "L22": "truncation-skip"}
+    if sc.id in differs:
+        assert str(fixed.expected[differs[sc.id]]) == "== 0"
+        assert str(sc.load("legacy").expected[differs[sc.id]]) == "> 0"
         return
     if sc.id in ("L2",):  # documented: the unflushed tail is lost in both modes
         assert str(fixed.modes["fixed"].diverged_offsets) == "== 0"

@@ -34,6 +34,14 @@ SINGLE = {
 # group-clean: at-least-once re-reads across generations (a rewind to the acknowledged commit,
 # a member re-reading its own records in a later generation) are no anomaly.
 CLEAN = ("clean", "edges", "group-clean")
+# Fixtures whose one fault shows as several anomalies: every count, and examples.
+SEVERAL = {
+    # docs/history-truncation-skip.md: two records read, then replaced, and read past
+    "truncation-skip": {"lost-write": (2, [[2, 3], [4, 5]]),
+                        "inconsistent-offset": (2, [[3, 9], [5, 11]]),
+                        "uncommitted-read": (2, [[7], [7]]),
+                        "truncation-skip": (2, [[7, 15], [7, 15]])},
+}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +50,7 @@ def checked(spark, tmp_path_factory):
     from harness.checker.check import check_runs
 
     root = tmp_path_factory.mktemp("runs")
-    names = [*SINGLE, *CLEAN, "malformed"]
+    names = [*SINGLE, *CLEAN, *SEVERAL, "malformed"]
     for name in names:
         (root / name).mkdir()
         shutil.copy(FIXTURES / name / "history.jsonl", root / name / "history.jsonl")
@@ -60,6 +68,13 @@ def test_each_fixture_triggers_its_anomaly_and_no_other(checked, name) -> None:
     others = {a: res["anomalies"][a]["count"] for a in ANOMALIES if a != anomaly}
     assert others == dict.fromkeys(others, 0)
     assert res["valid"] is (anomaly == "unseen-info")
+
+
+@pytest.mark.parametrize("name", sorted(SEVERAL))
+def test_fixture_with_several_anomalies(checked, name) -> None:
+    res = checked[name].results
+    got = {a: (v["count"], v["examples"]) for a, v in res["anomalies"].items() if v["count"]}
+    assert got == SEVERAL[name]
 
 
 @pytest.mark.parametrize("name", CLEAN)

@@ -117,6 +117,13 @@ CASES = [
     ("unknown assignor", "values: 100",
      "values: 100\n  consumers:\n    mode: subscribe\n    assignor: sticky",
      "assignor: sticky", "workload.consumers.assignor", "expected one of range"),
+    ("unknown offset reset", "values: 100",
+     "values: 100\n  consumers:\n    auto_offset_reset: smallest",
+     "auto_offset_reset: smallest", "workload.consumers.auto_offset_reset",
+     "expected one of earliest, latest"),
+    ("offset reset in subscribe mode", "values: 100",
+     "values: 100\n  consumers:\n    mode: subscribe\n    auto_offset_reset: latest",
+     "auto_offset_reset: latest", "workload.consumers.auto_offset_reset", "only with mode: assign"),
     ("random-only key in scripted mode", "name: base", "name: base\nnemesis: {seed: 3}",
      "nemesis:", "nemesis.seed", "only with mode: random"),
 ]
@@ -149,6 +156,16 @@ def test_every_commit_mode_is_read(write_plan: WritePlan, commit: str) -> None:
     text = BASE.replace("values: 100", "values: 100\n  consumers:\n    count: 2\n"
                         f"    mode: subscribe\n    commit: {commit}")
     assert load_plan(write_plan(text)).workload.consumers.commit == commit
+
+
+def test_assign_consumers_take_auto_offset_reset(write_plan: WritePlan) -> None:
+    from harness.workload import _consumer_config
+
+    text = BASE.replace("values: 100", "values: 100\n  consumers: {auto_offset_reset: latest}")
+    spec = load_plan(write_plan(text)).workload.consumers
+    assert spec.auto_offset_reset == "latest"
+    assert _consumer_config(spec, 0) == {"auto.offset.reset": "latest"}
+    assert load_plan(write_plan(BASE)).workload.consumers.auto_offset_reset == "earliest"
 
 
 def test_yaml_syntax_error_has_its_line(write_plan: WritePlan) -> None:
