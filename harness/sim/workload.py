@@ -474,14 +474,13 @@ class SimConsumer:
                 out[tp] = (epoch, mine)
         return out
 
-    def _validate(self, todo: dict[TopicPartition, tuple[int, int]],
-                  then: Callable[[], None]) -> None:
-        """OffsetForLeaderEpoch (v2, as librdkafka sends it) to each partition's leader; a
-        position past the end offset of its epoch goes back to it (rd_kafka_offset_validate:
-        auto.offset.reset is not `error`, so it seeks). A failed answer is asked again at the
-        next poll; the partitions are fetched meanwhile, unlike librdkafka's wait."""
+    def _ask_leaders(self, tps: list[TopicPartition],
+                     body_for: Callable[[list[TopicPartition]], Any],
+                     on_answer: Callable[[Any], None], then: Callable[[], None]) -> None:
+        """One request per leader of `tps` (body_for(its partitions), in order), on_answer for
+        each answer, then() once every request was answered or failed (at once with none)."""
         by_leader: dict[int, list[TopicPartition]] = {}
-        for tp in sorted(todo):
+        for tp in sorted(tps):
             leader = self.metadata.leaders.get(tp)
             if leader is not None:
                 by_leader.setdefault(leader, []).append(tp)
@@ -495,27 +494,41 @@ class SimConsumer:
             if waiting[0] == 0:
                 then()
 
-        for leader, tps in sorted(by_leader.items()):
-            body = build(request_class(23, 2), {"topics": [
+        def ok(resp: Any) -> None:
+            on_answer(resp)
+            one_done()
+
+        for leader, mine in sorted(by_leader.items()):
+            self.ctx.net.rpc(CLIENT, f"broker-{leader}", body_for(mine), ok,
+                             lambda _r: one_done(), FETCH_TIMEOUT_MS)
+
+    def _validate(self, todo: dict[TopicPartition, tuple[int, int]],
+                  then: Callable[[], None]) -> None:
+        """OffsetForLeaderEpoch (v2, as librdkafka sends it) to each partition's leader; a
+        position past the end offset of its epoch goes back to it (rd_kafka_offset_validate:
+        auto.offset.reset is not `error`, so it seeks). A partition whose answer failed stays
+        unvalidated and is asked again before the next poll; this poll fetches it from where
+        it was (librdkafka would wait for the answer)."""
+
+        def body(tps: list[TopicPartition]) -> Any:
+            return build(request_class(23, 2), {"topics": [
                 {"topic": t, "partitions": [
                     {"partition": p, "current_leader_epoch": todo[(t, p)][0],
                      "leader_epoch": todo[(t, p)][1]} for (t2, p) in tps if t2 == t]}
                 for t in sorted({t for t, _ in tps})]})  # fmt: skip
 
-            def ok(resp: Any) -> None:
-                for t in resp.topics:
-                    for p in t.partitions:
-                        tp = (t.topic, p.partition)
-                        if int(p.error_code.value) != Errors.NONE or tp not in todo:
-                            continue
-                        self.validated[tp] = todo[tp][0]
-                        end = int(p.end_offset)
-                        if 0 <= end < self.positions.get(tp, 0) and int(p.leader_epoch) >= 0:
-                            self.positions[tp] = end  # log truncation detected: seek
-                one_done()
+        def answer(resp: Any) -> None:
+            for t in resp.topics:
+                for p in t.partitions:
+                    tp = (t.topic, p.partition)
+                    if int(p.error_code.value) != Errors.NONE or tp not in todo:
+                        continue
+                    self.validated[tp] = todo[tp][0]
+                    end = int(p.end_offset)
+                    if 0 <= end < self.positions.get(tp, 0) and int(p.leader_epoch) >= 0:
+                        self.positions[tp] = end  # log truncation detected: seek
 
-            self.ctx.net.rpc(CLIENT, f"broker-{leader}", body, ok, lambda _r: one_done(),
-                             FETCH_TIMEOUT_MS)
+        self._ask_leaders(list(todo), body, answer, then)
 
     def _poll(self) -> None:
         if self.stopped:
@@ -545,23 +558,9 @@ class SimConsumer:
     def _reset_latest(self, then: Callable[[], None]) -> None:
         """ListOffsets(latest) to each leader for the partitions out of range: the position
         becomes the end a consumer may read to (the HW). Unanswered ones are asked again."""
-        by_leader: dict[int, list[TopicPartition]] = {}
-        for tp in sorted(self.to_reset):
-            leader = self.metadata.leaders.get(tp)
-            if leader is not None:
-                by_leader.setdefault(leader, []).append(tp)
-        waiting = [len(by_leader)]
-        if not by_leader:
-            then()
-            return
 
-        def one_done() -> None:
-            waiting[0] -= 1
-            if waiting[0] == 0:
-                then()
-
-        for leader, tps in sorted(by_leader.items()):
-            body = build(request_class(2, 4), {
+        def body(tps: list[TopicPartition]) -> Any:
+            return build(request_class(2, 4), {
                 "replica_id": -1, "isolation_level": 0,
                 "topics": [{"name": t, "partitions": [
                     {"partition_index": p, "current_leader_epoch":
@@ -569,17 +568,15 @@ class SimConsumer:
                     for (t2, p) in tps if t2 == t]} for t in sorted({t for t, _ in tps})],
             })  # fmt: skip
 
-            def ok(resp: Any) -> None:
-                for t in resp.topics:
-                    for p in t.partitions:
-                        tp = (t.name, p.partition_index)
-                        if int(p.error_code.value) == Errors.NONE and int(p.offset) >= 0:
-                            self.positions[tp] = int(p.offset)
-                            self.to_reset.discard(tp)
-                one_done()
+        def answer(resp: Any) -> None:
+            for t in resp.topics:
+                for p in t.partitions:
+                    tp = (t.name, p.partition_index)
+                    if int(p.error_code.value) == Errors.NONE and int(p.offset) >= 0:
+                        self.positions[tp] = int(p.offset)
+                        self.to_reset.discard(tp)
 
-            self.ctx.net.rpc(CLIENT, f"broker-{leader}", body, ok, lambda _r: one_done(),
-                             FETCH_TIMEOUT_MS)
+        self._ask_leaders(list(self.to_reset), body, answer, then)
 
     def _fetch(self) -> None:
         if self.stopped:
