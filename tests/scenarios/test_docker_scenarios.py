@@ -1,6 +1,7 @@
 """Documented scenarios through real containers, via `highwater scenario run` as CI runs it:
-the legacy modes of L1, L2, L4 and L10 (the loss or divergence appears), and L21's (a broker
-that exits on its own: the run check `unexpected-exits` in containers). One repetition each;
+the legacy modes of L1, L2, L4 and L10 (the loss or divergence appears). L21's legacy mode
+(a broker that exits on its own: `unexpected-exits` in containers) runs every night, like L3's
+and L5's, to keep make test under its 35-minute cap. One repetition each;
 the 10-run rates are measured with --repeat 10.
 
 Every fixed mode runs in containers every night (chaos_plans/nightly.yaml), on the simulator
@@ -27,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 900
 # L3's and L5's legacy modes run every night instead (chaos_plans/nightly.yaml), to keep make
 # test under its 35-minute cap; both run on the simulator here.
-CASES = [(sid, "legacy") for sid in ("L1", "L2", "L4", "L10", "L21")]
+CASES = [(sid, "legacy") for sid in ("L1", "L2", "L4", "L10")]
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +68,6 @@ def test_scenario_mode(images: None, tmp_path: Path, sid: str, mode: str) -> Non
         # The story names the lost messages with the offsets they were acknowledged at.
         assert results["anomalies"]["lost-write"]["count"] > 0
         assert "lost-write:" in proc.stdout and "ok t-0@" in proc.stdout, explain
-    if sid == "L21":  # KAFKA-3410: the follower's broker exits (code 1), and the heal restarts it
-        exits = results["unexpected-exits"]
-        assert exits["count"] >= 1, explain
-        assert "exit code 1" in exits["examples"][0], explain
     if sid == "L2":  # told apart by the replicas' own logs: legacy keeps m2 beside m3
         diverged = run["anomalies"]["diverged-offsets"]
         assert (diverged > 0) if mode == "legacy" else (diverged == 0), explain

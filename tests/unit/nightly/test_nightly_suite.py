@@ -32,7 +32,7 @@ def test_shipped_suite_loads_with_resolved_plans_and_min_isr_entry() -> None:
     scenarios = [(e.scenario_id, e.mode) for e in suite.entries if isinstance(e, ScenarioEntry)]
     documented = len(list((PLANS / "scenarios").glob("L*.yaml")))
     fixed = [(f"L{i}", "fixed") for i in range(1, documented + 1)]  # every one
-    assert scenarios == [*fixed, ("L3", "legacy"), ("L5", "legacy")]
+    assert scenarios == [*fixed, ("L3", "legacy"), ("L5", "legacy"), ("L21", "legacy")]
     kinds = [type(e).__name__ for e in suite.entries]
     assert kinds.index("MinIsrEntry") == kinds.index("ScenarioEntry") + 5  # after L1-L5
     assert suite.budget_s == 5400.0
