@@ -116,8 +116,11 @@ ADVERTISED_APIS: dict[int, VersionRange] = {
 # only). The versions before those, advertised by a broker emulating Kafka 2.0 or older
 # (`client-leader-epochs` false): a client then learns no leader epoch and cannot validate its
 # position after a leader change (KIP-320's consumer side, catalog 9, L22).
+# Fetch keeps today's range: its current_leader_epoch comes from Metadata, so without v7 a
+# client sends -1 anyway, and the harness reads followers through it (KIP-392, Fetch v11+:
+# L2 observes each replica's log that way, whatever version the plan emulates).
 PRE_KIP_320_MAX_VERSIONS: dict[int, int] = {
-    ApiKey.METADATA: 6, ApiKey.FETCH: 8, ApiKey.LIST_OFFSETS: 3, ApiKey.OFFSET_COMMIT: 5,
+    ApiKey.METADATA: 6, ApiKey.LIST_OFFSETS: 3, ApiKey.OFFSET_COMMIT: 5,
     ApiKey.OFFSET_FETCH: 4,
 }
 

@@ -114,9 +114,10 @@ class ReplicationBehaviour:
     """KIP-320 (Kafka 2.1): clients learn each partition's leader epoch (Metadata v7+) and may
     ask OffsetForLeaderEpoch (v2+), so a consumer validates its position after a leader change
     and goes back to where the new leader's log diverged. False: ApiVersions advertises Kafka
-    2.0's versions (protocol/apis.py advertised_apis), and no client can: after an unclean
-    truncation a consumer at the tail silently skips the records written at offsets it had
-    already passed (catalog 9, L22). Read only by KafkaApis' ApiVersions."""
+    2.0's versions of the APIs that carry epochs (protocol/apis.py advertised_apis), and no
+    client can: after an unclean truncation a consumer at the tail silently skips the
+    records written at offsets it had already passed (catalog 9, L22). Read only by
+    KafkaApis' ApiVersions."""
 
     consumer_visibility: ConsumerVisibility = "high-watermark"
     """How far consumers may read. "log-end" serves uncommitted data (legacy, L5)."""
