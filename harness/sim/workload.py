@@ -133,7 +133,7 @@ class Metadata:
         # answer from a broker whose metadata is older is not applied (librdkafka and the
         # Java client skip a partition's metadata whose leader epoch went backwards).
         self.epochs: dict[TopicPartition, int] = {}
-        # The highest version of each API the brokers advertise (ApiVersions, asked once).
+        # The highest version of each API the brokers advertise (read once: advertised_versions).
         self.versions: dict[int, int] | None = None
         self._turn = 0
         self._refreshing = False
