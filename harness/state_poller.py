@@ -83,8 +83,7 @@ def _index(node_id: int) -> int:
 
 def quorum_view(cid: int, st: Mapping[str, Any]) -> ControllerState | None:
     """Controller `cid`'s /state "quorum" as a ControllerState (leader and voters numbered as
-    the plan numbers controllers); None without one (a single controller without Raft) or when
-    it is malformed."""
+    the plan numbers controllers); None without one or when it is malformed."""
     q = st.get("quorum")
     if not isinstance(q, dict):
         return None

@@ -1,4 +1,6 @@
-"""ControllerApis: Kafka wire requests -> QuorumController operations -> Kafka wire responses.
+"""ControllerApis: Kafka wire requests -> QuorumController operations (through the
+RaftControllerFacade: on the active controller, answered once committed) -> Kafka wire
+responses.
 
 `handle(request, now_ms)` returns a kio response entity, or a DelayedMetadataFetch (a Fetch of
 `__cluster_metadata-0` at the log end, which the network edge parks until the log grows or
@@ -16,7 +18,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker_app.metadata.records import METADATA_PARTITION, METADATA_TOPIC
 from broker_app.protocol.codec import Request
@@ -46,14 +48,16 @@ from .messages import (
     ReassignPartitionsRequest,
     RegisterBrokerRequest,
 )
-from .metadata_log import FileMetadataLog
-from .quorum_controller import QuorumController
 from .topic_admin_apis import (
     handle_alter_configs,
     handle_create_partitions,
     handle_delete_topics,
     handle_incremental_alter_configs,
 )
+
+if TYPE_CHECKING:
+    from .raft_facade import RaftControllerFacade
+    from .raft_metadata_log import RaftMetadataLog
 
 log = logging.getLogger(__name__)
 _REJECTS = RejectLog(log)  # rate-limited lines for rejected requests (issue 15)
@@ -71,8 +75,8 @@ class DelayedMetadataFetch:
 class ControllerApis:
     def __init__(
         self,
-        controller: QuorumController,
-        metadata_log: FileMetadataLog,
+        controller: RaftControllerFacade,
+        metadata_log: RaftMetadataLog,
         advertised: tuple[str, int],
     ) -> None:
         self.controller = controller
@@ -367,7 +371,8 @@ class ControllerApis:
 
     def handle_fetch_snapshot(self, request: Request, now_ms: int) -> Any:
         """A broker whose metadata fetch offset is below the log start (a snapshot holds it)
-        fetches that snapshot whole (single controller; in quorum mode RaftManager answers)."""
+        fetches that snapshot whole (the simulator's voters; over sockets RaftManager answers
+        FetchSnapshot, a Raft request)."""
         req = from_kio(request.body)
         if not isinstance(req, FetchSnapshotRequest):
             raise ValueError(f"not a FetchSnapshot request: {type(req).__name__}")
@@ -394,7 +399,7 @@ class ControllerApis:
         if topic != METADATA_TOPIC or partition != METADATA_PARTITION:
             out["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
             return topic, out
-        # Committed data only: a single controller's HW is its LEO; a quorum's is Raft's.
+        # Committed data only: up to Raft's high watermark.
         end = mlog.high_watermark
         out.update(high_watermark=end, last_stable_offset=end,
                    log_start_offset=mlog.log_start_offset)  # fmt: skip

@@ -1,10 +1,11 @@
-"""`highwater controller`: run the (single, active) controller until SIGTERM/SIGINT.
+"""`highwater controller`: run one KRaft controller until SIGTERM/SIGINT.
 
-Start-up: open `<data-dir>/__cluster_metadata-0/` (recovering a torn tail), replay it into the
-image, take the next controller epoch, listen for Kafka requests on --port and for the admin
-HTTP endpoint on --admin-port. Prints one line `controller <node-id> listening on HOST:PORT
-admin PORT` on stdout once both accept connections. A corrupt metadata log is a start-up error
-naming the offset (exit 1), never silently skipped.
+A controller is always a voter of a Raft quorum (quorum_main.py), as in Kafka: with
+--controller-quorum-voters, of the quorum it names; without, of a one-voter quorum of its own
+(it elects itself at once and commits what it has flushed). Prints one line
+`controller <node-id> listening on HOST:PORT admin PORT` on stdout once both listeners accept
+connections. A metadata log that does not decode is a start-up error naming the spot (exit 1),
+never silently skipped.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--controller-quorum-voters", default=None,
                         help="controller.quorum.voters, `id@host:port,...` (the voters' Kafka "
-                             "listeners): run a Raft quorum of controllers (issue 13); without "
-                             "it this is the single controller")
+                             "listeners): a voter of that Raft quorum; without it a one-voter "
+                             "quorum of this controller alone")
     parser.add_argument("--controller-quorum-election-timeout-ms", type=int, default=1000)
     parser.add_argument("--controller-quorum-fetch-timeout-ms", type=int, default=2000)
 
@@ -96,8 +97,10 @@ def run(args: argparse.Namespace) -> int:
     log.info("emulating Kafka %s: unclean election %s, eligible leader replicas %s",
              args.kafka_version or DEFAULT_VERSION, bool_text(config.unclean_leader_election),
              bool_text(config.eligible_leader_replicas))  # fmt: skip
+    from .quorum_main import serve_quorum
+
     try:
-        asyncio.run(serve(config, args))
+        asyncio.run(serve_quorum(config, args))
     except OSError as e:
         log.error("cannot start controller: %s", e)
         return 1
@@ -105,51 +108,6 @@ def run(args: argparse.Namespace) -> int:
         log.error("cannot load the metadata log in %s: %s", args.data_dir, e)
         return 1
     return 0
-
-
-async def serve(config: ControllerConfig, args: argparse.Namespace) -> None:
-    from broker_app.server.liveness import serve_until_signalled
-
-    from .errors import ControllerError
-    from .metadata_log import FileMetadataLog
-    from .quorum_controller import QuorumController
-    from .server import ControllerServer
-
-    if args.controller_quorum_voters:
-        from .quorum_main import serve_quorum
-
-        return await serve_quorum(config, args)
-    metadata_log = FileMetadataLog(args.data_dir)
-    try:
-        try:
-            controller = QuorumController(config, metadata_log)
-        except ControllerError as e:
-            raise ValueError(str(e)) from e
-        server = ControllerServer(
-            controller, metadata_log, args.host, args.port, args.admin_port,
-            args.advertised_host, args.tick_interval_ms,
-            fetch_max_wait_cap_ms=args.fetch_max_wait_cap_ms,
-        )  # fmt: skip
-        await server.start()
-        log.info(
-            "controller %d epoch %d: metadata offset %d, %d brokers, %d topics",
-            config.node_id, metadata_log.epoch, controller.image.offset,
-            len(controller.image.brokers), len(controller.image.topics),
-        )  # fmt: skip
-        print(
-            f"controller {config.node_id} listening on {args.host}:{server.port} "
-            f"admin {server.admin_port}",
-            flush=True,
-        )
-        async def shutdown() -> None:
-            log.info("controller %d shutting down", config.node_id)
-            await server.stop()
-
-        # As the broker's: a SIGTERM is obeyed even if the loop is hogged, and a shutdown that
-        # hangs ends hard after liveness.HARD_EXIT_S (broker_app/server/liveness.py).
-        await serve_until_signalled(shutdown)
-    finally:
-        metadata_log.close()
 
 
 if __name__ == "__main__":

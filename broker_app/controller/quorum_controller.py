@@ -56,7 +56,8 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Protocol
 
 from broker_app.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from broker_app.metadata.records import (
@@ -97,7 +98,6 @@ from .messages import (
     RegisterBrokerResponse,
     TopicResult,
 )
-from .metadata_log import MetadataLog
 from .placement import place_replicas
 
 log = logging.getLogger(__name__)
@@ -127,6 +127,20 @@ class _Pending:
     def add(self, record: MetadataRecord) -> None:
         self.image = self.image.apply(record, self.next_offset)
         self.records.append(record)
+
+
+class MetadataLog(Protocol):
+    """What QuorumController needs of its log: RaftMetadataLog in every process (a lone
+    controller is a one-voter quorum); an in-memory one in the state machine's unit tests."""
+
+    @property
+    def end_offset(self) -> int: ...
+
+    def append(self, records: Sequence[MetadataRecord]) -> int: ...
+
+    def snapshot_image(self) -> MetadataImage: ...
+
+    def replay(self) -> Iterator[tuple[int, MetadataRecord]]: ...
 
 
 class QuorumController:

@@ -1,16 +1,14 @@
-"""`highwater controller --controller-quorum-voters 1@h:p,2@h:p,3@h:p`: one voter of a Raft
-quorum of controllers (issue 13, step 2).
+"""`highwater controller [--controller-quorum-voters 1@h:p,2@h:p,3@h:p]`: one voter of a Raft
+quorum of controllers (issue 13, step 2); without the flag a one-voter quorum of its own, as a
+lone KRaft controller runs (issue 26: Raft always).
 
 Start-up: open the Raft log (`<data-dir>/__cluster_metadata-0/`) and the election state
 (`<data-dir>/quorum-state`), listen on --port (Kafka requests from brokers and Raft requests
 from the other voters: the address listed for this node in the voters must reach it), start
-the Raft driver. Prints `controller <node-id> listening on HOST:PORT admin PORT` like the
-single controller. On SIGTERM the voter shuts down as Kafka's does (RaftManager.stop): the
-active controller resigns (EndQuorumEpoch), and the process waits (at most 5 s) until another
-voter leads before exiting.
-
-The data directory of a single controller is not a Raft log (no LeaderChange, no
-quorum-state); do not switch an existing directory between the two modes.
+the Raft driver. Prints `controller <node-id> listening on HOST:PORT admin PORT` once both
+listeners accept connections. On SIGTERM the voter shuts down as Kafka's does
+(RaftManager.stop): the active controller resigns (EndQuorumEpoch), and the process waits (at
+most 5 s) until another voter leads before exiting.
 """
 
 from __future__ import annotations
@@ -35,7 +33,9 @@ log = logging.getLogger("broker_app.controller")
 
 
 async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> None:
-    voters = parse_quorum_voters(args.controller_quorum_voters)
+    # Alone, this controller's own address: a one-voter quorum never dials it.
+    alone = f"{config.node_id}@{args.advertised_host or args.host}:{args.port}"
+    voters = parse_quorum_voters(args.controller_quorum_voters or alone)
     if config.node_id not in voters:
         raise ValueError(f"--node-id {config.node_id} is not among the quorum voters "
                          f"{sorted(voters)}")
@@ -60,10 +60,9 @@ async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> No
         apis = {**CONTROLLER_APIS, **RAFT_APIS,
                 ControllerApiKey.FETCH: VersionRange(4, RAFT_FETCH_VERSION)}
         server = ControllerServer(
-            facade, raft.metadata_log, args.host, args.port, args.admin_port,  # type: ignore[arg-type]
+            QuorumEdge(facade, manager, apis), args.host, args.port, args.admin_port,
             args.advertised_host, args.tick_interval_ms,
             fetch_max_wait_cap_ms=args.fetch_max_wait_cap_ms,
-            quorum=QuorumEdge(facade, manager, apis),
         )  # fmt: skip
         await server.start()
         me = (config.node_id, server.advertised_host, server.port)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from broker_app.metadata.image import MetadataImage
+from broker_app.server.configs import ConfigError
 
 from .config import ControllerConfig
 from .errors import Errors
@@ -36,6 +37,7 @@ from .messages import (
     ReassignPartitionsResponse,
     RegisterBrokerRequest,
     RegisterBrokerResponse,
+    TopicResult,
 )
 from .quorum_controller import QuorumController
 from .raft_controller import PendingResponse, RaftQuorumController
@@ -110,3 +112,38 @@ class RaftControllerFacade:
         return self._run(lambda c: c.reassign_partitions(req, now_ms),
                          lambda m: ReassignPartitionsResponse(
                              [PartitionResult(n, i, NC, m) for n, i, _r in req.partitions]))
+
+    # The admin operations brokers forward (DeleteTopics, CreatePartitions, AlterConfigs;
+    # topic_admin_apis.py). They were missing here until the lone controller became a
+    # one-voter quorum (2026-11-28): a forwarded one closed the connection on every quorum.
+    def delete_topics(self, topics: list[tuple[str | None, Any]],
+                      now_ms: int) -> tuple[Any, list[Any]]:
+        return self._run(lambda c: c.delete_topics(topics, now_ms),
+                         lambda m: [TopicResult(n, NC, m, i) for n, i in topics])
+
+    def create_partitions(self, items: list[Any], validate_only: bool,
+                          now_ms: int) -> tuple[Any, list[Any]]:
+        return self._run(lambda c: c.create_partitions(items, validate_only, now_ms),
+                         lambda m: [TopicResult(it.name, NC, m) for it in items])
+
+    def alter_topic_configs(self, items: list[tuple[str, dict[str, str | None]]],
+                            validate_only: bool, now_ms: int) -> tuple[Any, list[Any]]:
+        return self._run(lambda c: c.alter_topic_configs(items, validate_only, now_ms),
+                         lambda m: [TopicResult(name, NC, m) for name, _ in items])
+
+    def alter_broker_configs(self, broker: str, changes: dict[str, str | None],
+                             validate_only: bool, now_ms: int) -> list[Any]:
+        return self._run_raising(lambda c: (c.alter_broker_configs(
+            broker, changes, validate_only, now_ms), []))
+
+    def alter_group_configs(self, group: str, changes: dict[str, str | None],
+                            validate_only: bool, now_ms: int) -> list[Any]:
+        return self._run_raising(lambda c: (c.alter_group_configs(
+            group, changes, validate_only, now_ms), []))
+
+    def _run_raising(self, op: Callable[[QuorumController], tuple[Any, list[Any]]]) -> Any:
+        """An operation whose errors are ConfigErrors (one resource of an AlterConfigs)."""
+        def refused(message: str) -> Any:
+            raise ConfigError(NC, message)
+
+        return self._run(op, refused)[0]

@@ -1,6 +1,7 @@
 """RaftMetadataLog: the controller's MetadataLog over a KafkaRaftClient (issue 13, step 2).
 
-Same contract as metadata_log.py's MetadataLog, with Raft's differences:
+The MetadataLog of QuorumController (quorum_controller.py) over Raft, as every controller
+keeps it (a lone one is a one-voter quorum). Where it differs from a plain log:
 - `append(records)` works only on the Raft leader (NotControllerError otherwise) and returns
   the batch's base offset at once: the batch is NOT durable or committed yet. The caller
   (RaftQuorumController) holds any answer until the high watermark passes it.
@@ -104,10 +105,17 @@ class RaftMetadataLog:
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Committed metadata records from `offset` as v2 record batches (one per Raft
-        batch), at most about max_bytes (always at least one batch if there is one)."""
+        batch), at most about max_bytes (always at least one batch if there is one).
+        OffsetOutOfRangeError below the log start, and past the log end (an offset this log
+        never had; Kafka's leader answers such a fetch with a diverging epoch, which the
+        metadata Fetch versions brokers send here cannot carry). Between the high watermark
+        and the log end: nothing yet."""
         if offset < self.log_start_offset:
             raise OffsetOutOfRangeError(f"metadata fetch offset {offset} is below the log start "
                                         f"{self.log_start_offset} (a snapshot holds it)")
+        if offset > self.end_offset:
+            raise OffsetOutOfRangeError(f"metadata fetch offset {offset} is past the log end "
+                                        f"{self.end_offset}")
         out = bytearray()
         run: list[tuple[int, int, bytes]] = []
 

@@ -4,23 +4,24 @@
   response, one request at a time, in order. Malformed frames, unknown APIs and undecodable
   bodies close that connection with one log line; a failing handler too. Nothing escapes a
   connection task, so one bad peer never stops the controller.
-- A Fetch of `__cluster_metadata-0` at the log end is parked until the controller appends
-  (every operation that wrote records wakes the parked fetches) or its max_wait expires, so
+- The controller is a voter of a Raft quorum (one voter when it runs alone): Vote,
+  BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot and Fetch v18 go to the RaftManager; any
+  other request goes to ControllerApis over the RaftControllerFacade, and its answer is held
+  until the Raft high watermark passes what it depends on, becoming NOT_CONTROLLER if this
+  controller lost leadership first.
+- A Fetch of `__cluster_metadata-0` at the high watermark is parked until the high watermark
+  moves (RaftManager's on_commit calls `wake_parked_fetches`) or its max_wait expires, so
   brokers learn metadata changes promptly with long polls, as in KRaft.
-- Timer: `QuorumController.tick(now_ms)` every `tick_interval_ms` (session expiry, leaderless
-  partitions, automatic rebalance). now_ms is environment.monotonic_ms(): sessions are durations.
+- Timer: the facade's `tick(now_ms)` every `tick_interval_ms` (on the active controller:
+  session expiry, leaderless partitions, automatic rebalance). now_ms is
+  environment.monotonic_ms(): sessions are durations.
 - Admin HTTP on --admin-port: `GET /state` returns {"node_id", "metadata_offset",
-  "metadata_digest" (MetadataImage.digest), "controller_epoch", "session_timeout_ms",
-  "ms_since_heartbeat": {broker: ms}, "image": MetadataImage.to_json()};
+  "metadata_digest" (MetadataImage.digest), "controller_epoch" (the Raft epoch),
+  "session_timeout_ms", "ms_since_heartbeat": {broker: ms}, "image": MetadataImage.to_json()
+  (the committed image), "quorum": RaftQuorumController.quorum_state()};
   `GET /health` returns {"ok": true}. Anything else is 404; a malformed request gets 400.
-- Snapshots (single controller): after an operation appended records, `_maybe_snapshot`
-  writes the image (FileMetadataLog.create_snapshot) once the size or interval trigger of
-  ControllerConfig is due; brokers below the new log start FetchSnapshot it (ControllerApis).
-- Quorum mode (`quorum`, --controller-quorum-voters): Vote/BeginQuorumEpoch/EndQuorumEpoch/
-  FetchSnapshot/Fetch v18 go to the RaftManager; any other answer is held until the Raft
-  high watermark passes what it depends on, and becomes NOT_CONTROLLER if this controller
-  lost leadership first; parked metadata fetches wake when the high watermark moves;
-  /state adds "quorum" (RaftQuorumController.quorum_state) and shows the committed image.
+- Snapshots: RaftQuorumController takes them (KIP-630); brokers below the log start
+  FetchSnapshot them.
 """
 
 from __future__ import annotations
@@ -40,8 +41,6 @@ from broker_app.reject_log import RejectLog
 
 from .apis import decode_controller_request
 from .controller_apis import ControllerApis, DelayedMetadataFetch
-from .metadata_log import FileMetadataLog
-from .quorum_controller import QuorumController
 
 if TYPE_CHECKING:
     from .raft_facade import RaftControllerFacade
@@ -65,8 +64,7 @@ MAX_HTTP_HEADER = 16 * 1024
 class ControllerServer:
     def __init__(
         self,
-        controller: QuorumController,
-        metadata_log: FileMetadataLog,
+        quorum: QuorumEdge,
         host: str,
         port: int,
         admin_port: int | None = None,
@@ -74,13 +72,10 @@ class ControllerServer:
         tick_interval_ms: int = 100,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         fetch_max_wait_cap_ms: int | None = None,
-        quorum: QuorumEdge | None = None,
     ) -> None:
-        # Quorum mode (--controller-quorum-voters): `controller` is the RaftControllerFacade,
-        # `metadata_log` the RaftMetadataLog; Raft requests go to quorum.manager.
         self.quorum = quorum
-        self.controller = controller
-        self.metadata_log = metadata_log
+        self.controller = quorum.facade
+        self.metadata_log = quorum.facade.raft.metadata_log
         self.host = host
         self.port = port
         self.admin_port = admin_port
@@ -93,8 +88,7 @@ class ControllerServer:
         self.apis: ControllerApis | None = None
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._appended = asyncio.Event()
-        self._last_snapshot_ms: int | None = None
+        self._committed = asyncio.Event()
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -125,40 +119,12 @@ class ControllerServer:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    def _notify_if_appended(self, offset_before: int) -> None:
-        if self.metadata_log.end_offset != offset_before:
-            self._maybe_snapshot()
-            self._appended.set()
-            self._appended = asyncio.Event()
-
-    def _maybe_snapshot(self) -> None:
-        """Single controller: snapshot the image at the log end (KIP-630, the quorum's
-        triggers: snapshot_max_new_record_bytes, or snapshot_max_interval_ms with any new
-        record; the interval is checked when something was appended). In quorum mode
-        RaftQuorumController snapshots."""
-        mlog = self.metadata_log
-        if self.quorum is not None or mlog.bytes_since_snapshot <= 0:
-            return
-        cfg = self.controller.config
-        now = monotonic_ms()
-        if self._last_snapshot_ms is None:
-            self._last_snapshot_ms = now
-        by_time = cfg.snapshot_max_interval_ms > 0 and \
-            now - self._last_snapshot_ms >= cfg.snapshot_max_interval_ms
-        if by_time or mlog.bytes_since_snapshot >= cfg.snapshot_max_new_record_bytes:
-            snapshot = mlog.create_snapshot(self.controller.image)
-            self._last_snapshot_ms = now
-            log.info("metadata snapshot at offset %d (%d bytes); the log starts there",
-                     snapshot.snapshot_id.offset, len(snapshot.payload))
-
     async def _tick_loop(self) -> None:
         while True:
-            before = self.metadata_log.end_offset
             try:
                 self.controller.tick(monotonic_ms())
             except Exception:  # a bug in a timer must not silently stop all future timers
                 log.exception("controller tick failed")
-            self._notify_if_appended(before)
             await asyncio.sleep(self.tick_interval_ms / 1000)
 
     # --- Kafka listener --------------------------------------------------------------------
@@ -193,19 +159,12 @@ class ControllerServer:
 
     async def _process(self, frame: bytes, writer: asyncio.StreamWriter, peer: Any) -> bool:
         try:
-            request = decode_controller_request(
-                frame, None if self.quorum is None else self.quorum.apis)
+            request = decode_controller_request(frame, self.quorum.apis)
         except ProtocolError as e:
             self.rejects.warning("connection %s: %s; closing", peer, e)
             return False
-        assert self.apis is not None
-        before = self.metadata_log.end_offset
         try:
-            if self.quorum is not None:
-                result = await self._process_quorum(request)
-            else:
-                result = self.apis.handle(request, monotonic_ms())
-            self._notify_if_appended(before)
+            result = await self._process_request(request)
             if isinstance(result, DelayedMetadataFetch):
                 result = await self._await_fetch(result)
         except Exception:
@@ -216,12 +175,12 @@ class ControllerServer:
         writer.write(encode_response(request.correlation_id, request.api_key, result))
         return True
 
-    async def _process_quorum(self, request: Any) -> Any:
-        """Quorum mode: Raft requests to Raft; an operation's answer waits for its commit,
-        and becomes NOT_CONTROLLER if this controller lost leadership first."""
+    async def _process_request(self, request: Any) -> Any:
+        """Raft requests to Raft; an operation's answer waits for its commit, and becomes
+        NOT_CONTROLLER if this controller lost leadership first."""
         from .raft_manager import FETCH, RAFT_FETCH_VERSION, is_raft_request
 
-        assert self.quorum is not None and self.apis is not None
+        assert self.apis is not None
         if is_raft_request(request):
             return await self.quorum.manager.handle_request(request)
         if request.api_key == FETCH and request.api_version > 12:
@@ -245,9 +204,9 @@ class ControllerServer:
             facade.refuse = False
 
     def wake_parked_fetches(self) -> None:
-        """The high watermark moved (quorum mode): parked metadata fetches look again."""
-        self._appended.set()
-        self._appended = asyncio.Event()
+        """The high watermark moved: parked metadata fetches look again."""
+        self._committed.set()
+        self._committed = asyncio.Event()
 
     async def _await_fetch(self, delayed: DelayedMetadataFetch) -> Any:
         loop = asyncio.get_running_loop()
@@ -260,7 +219,7 @@ class ControllerServer:
             if remaining <= 0:
                 return delayed.complete(True)
             try:
-                await asyncio.wait_for(self._appended.wait(), remaining)
+                await asyncio.wait_for(self._committed.wait(), remaining)
             except TimeoutError:
                 pass
             response = delayed.complete(False)
@@ -270,12 +229,6 @@ class ControllerServer:
     # --- admin HTTP ---------------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
-        out = self._state()
-        if self.quorum is not None:
-            out["quorum"] = self.quorum.facade.raft.quorum_state()
-        return out
-
-    def _state(self) -> dict[str, Any]:
         return {
             "node_id": self.controller.config.node_id,
             "metadata_offset": self.controller.image.offset,
@@ -286,6 +239,7 @@ class ControllerServer:
                 str(b): age for b, age in self.controller.session_ages_ms(monotonic_ms()).items()
             },
             "image": self.controller.image.to_json(),
+            "quorum": self.controller.raft.quorum_state(),
         }
 
     async def _on_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

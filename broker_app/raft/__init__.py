@@ -11,8 +11,7 @@ Status (issue 13, step 1): the core is complete and unit-tested (tests/unit/raft
 seeded in-test network and a Raft safety checker; long runs: `python -m
 tests.unit.raft.chaos`). Step 2: `highwater controller --controller-quorum-voters ...` runs
 it (broker_app/controller/raft_controller.py, raft_manager.py); without that flag the
-controller is still the single one with broker_app/controller/metadata_log.py (which
-snapshots on its own, same payload and file naming). Quorum controllers snapshot their
+controller is a one-voter quorum of its own (issue 26: Raft always). Controllers snapshot their
 committed metadata image through create_snapshot (broker_app/metadata/snapshot.py is the
 payload: the records that rebuild the image).
 """

@@ -59,6 +59,10 @@ class RaftConfig:
         return self.node_id in self.voters
 
     @property
+    def is_only_voter(self) -> bool:
+        return self.voters == frozenset({self.node_id})
+
+    @property
     def majority(self) -> int:
         return len(self.voters) // 2 + 1
 

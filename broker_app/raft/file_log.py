@@ -41,8 +41,7 @@ def _snapshot_name(sid: OffsetAndEpoch) -> str:
 
 def write_snapshot_file(directory: Path, snapshot: Snapshot) -> None:
     """`<end offset>-<epoch>.checkpoint` in directory: temporary file, fsync, rename, fsync the
-    directory; older snapshot files are deleted (also used by the single controller's
-    FileMetadataLog)."""
+    directory; older snapshot files are deleted."""
     path = directory / _snapshot_name(snapshot.snapshot_id)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:

@@ -130,6 +130,10 @@ class KafkaRaftClient:
         # failed pre-vote returns to the follower state with a fresh one.
         self._leader_contact_ms: int | None = None
         self._shutting_down = False  # shutdown(): never stand for election again
+        # The only voter stands at once, without a pre-vote or its election timer (Kafka's
+        # KafkaRaftClient.initialize: "When there is only a single voter, become candidate
+        # immediately"); it then leads alone. Done at the first poll, which has the time.
+        self._stand_at_once = config.is_only_voter
 
     # -- queries ----------------------------------------------------------------------------
     @property
@@ -157,6 +161,8 @@ class KafkaRaftClient:
         s = self.quorum.state
         if self._shutting_down and self.config.is_voter:
             return self._shutdown_deadline_ms(s)
+        if self._stand_at_once:
+            return 0  # at once
         if isinstance(s, UnattachedState | VotedState):
             return s.election_deadline_ms
         if isinstance(s, ProspectiveState):
@@ -267,6 +273,10 @@ class KafkaRaftClient:
         s = self.quorum.state
         if self._shutting_down and self.config.is_voter:
             return self._poll_shutting_down(s, now_ms) + self._release_parked()
+        if self._stand_at_once:
+            self._stand_at_once = False
+            if not isinstance(s, CandidateState | LeaderState):
+                return self._stand(now_ms) + self._release_parked()
         if isinstance(s, UnattachedState | VotedState):
             if now_ms >= s.election_deadline_ms:
                 out += self._start_election(now_ms) if self.config.is_voter \

@@ -21,7 +21,6 @@ from broker_app.controller.config import ControllerConfig
 from broker_app.storage.log_manager import batches_not_synced
 
 from .broker import SimBroker, broker_name
-from .controller import SimController
 from .events import EventLoop, Process
 from .network import Network
 from .quorum import CONTROLLER_ID_BASE, SimQuorumController
@@ -39,22 +38,18 @@ class SimCluster:
         controllers: int = 1,
         tick_interval_ms: int = 100,
     ) -> None:
-        """controllers: 1 runs one SimController (no Raft); more run a Raft quorum of
-        SimQuorumControllers controller-1..N (Raft node ids CONTROLLER_ID_BASE + 1..N)."""
+        """controllers: the size of the KRaft controller quorum, SimQuorumControllers
+        controller-1..N (Raft node ids CONTROLLER_ID_BASE + 1..N). One is a one-voter quorum,
+        as Kafka (and `highwater controller`) runs a lone controller."""
         self.loop = EventLoop(seed)
         self.net = Network(self.loop, base_delay_ms)
-        self.controllers: dict[str, SimController | SimQuorumController] = {}
-        if controllers == 1:
-            single = SimController(self.loop, controller_config, tick_interval_ms)
-            self.net.add_node(single.name, single.process, single.handle)
-            self.controllers[single.name] = single
-        else:
-            ids = tuple(CONTROLLER_ID_BASE + i for i in range(1, controllers + 1))
-            for i in ids:
-                q = SimQuorumController(self.loop, self.net,
-                                        dataclasses.replace(controller_config, node_id=i), ids,
-                                        tick_interval_ms)  # fmt: skip
-                self.controllers[q.name] = q
+        self.controllers: dict[str, SimQuorumController] = {}
+        ids = tuple(CONTROLLER_ID_BASE + i for i in range(1, controllers + 1))
+        for i in ids:
+            q = SimQuorumController(self.loop, self.net,
+                                    dataclasses.replace(controller_config, node_id=i), ids,
+                                    tick_interval_ms)  # fmt: skip
+            self.controllers[q.name] = q
         names = tuple(self.controllers)
         self.brokers: dict[int, SimBroker] = {
             c.node_id: SimBroker(self.loop, self.net, c, names if len(names) > 1 else names[0])
@@ -73,11 +68,10 @@ class SimCluster:
             b.start()
 
     @property
-    def controller(self) -> SimController | SimQuorumController:
-        """The active controller: the one controller, or the live quorum voter that is
-        active in the highest Raft epoch (the first voter while none is)."""
-        active = [c for c in self.controllers.values()
-                  if isinstance(c, SimQuorumController) and c.controller is not None]
+    def controller(self) -> SimQuorumController:
+        """The active controller: the live quorum voter that is active in the highest Raft
+        epoch (the first voter while none is)."""
+        active = [c for c in self.controllers.values() if c.controller is not None]
         if active:
             return max(active, key=lambda c: c.client.epoch if c.client else -1)
         return next(iter(self.controllers.values()))
@@ -130,8 +124,7 @@ class SimCluster:
         until the controller lets it go, SimBroker.stop)."""
         b = self.broker(name)
         if b is None:
-            # SimController's log is durable on every batch: a stop is a kill. A quorum
-            # voter's stop is a kill too (Deviation: no graceful resign/EndQuorumEpoch).
+            # A voter's stop is a kill (Deviation: no graceful resign/EndQuorumEpoch).
             self.net.reset_node(name)
             self.controllers[name].kill()
         else:

@@ -208,8 +208,7 @@ class InvariantChecker:
         # virtual ms of the first]
         self._streaks: dict[tuple[int, int, TopicPartition], list[Any]] = {}
         self._images: dict[str, MetadataImage] = {}
-        self._controllers = [(name, c, hasattr(c, "raft"))
-                             for name, c in cluster.controllers.items()]  # fmt: skip
+        self._controllers = list(cluster.controllers.items())
         self._suspects: set[tuple[TopicPartition, int]] = set()  # power loss, still listed
         self._loss_epoch: dict[int, int] = {}  # broker -> its registered epoch at its power loss
         self._seen: set[tuple[Any, ...]] = set()
@@ -254,19 +253,11 @@ class InvariantChecker:
         self._fn = fn
         # The controllers first: a power-loss replica they admitted again is checked below.
         images = self._images
-        for name, c, quorum in self._controllers:
-            if not c.process.up:
+        for name, c in self._controllers:
+            raft = c.raft
+            if raft is None or not c.process.up:
                 continue
-            if quorum:
-                raft = c.raft  # type: ignore[union-attr]
-                if raft is None:
-                    continue
-                image = raft.committed_image
-            else:
-                qc = c.controller
-                if qc is None:
-                    continue
-                image = qc.image
+            image = raft.committed_image
             if images.get(name) is not image:
                 images[name] = image
                 self._check_image(name, image)

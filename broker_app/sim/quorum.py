@@ -16,7 +16,7 @@ Contract:
 - A broker request that writes is answered only when its records are committed
   (PendingResponse), NOT_CONTROLLER if leadership was lost first; a standby answers
   NOT_CONTROLLER at once (the broker then tries the next voter). Metadata fetches are served
-  by every voter up to its high watermark and park at the end like SimController's.
+  by every voter up to its high watermark and park at the end (ParkedMetadataFetches).
 - `applied` keeps every committed metadata record this voter's state machine applied, over
   all incarnations: what the end-of-run check compares across voters
   (harness/metadata_check.committed_log_divergence).
@@ -38,7 +38,6 @@ from broker_app.protocol.codec import Request
 from broker_app.raft import KafkaRaftClient, MemoryQuorumStateStore, MemoryReplicatedLog, RaftConfig
 from broker_app.raft.messages import Envelope
 
-from .controller import ParkedMetadataFetches
 from .events import EventLoop, Process, Timer
 from .network import Network
 
@@ -52,6 +51,45 @@ CONTROLLER_ID_BASE = 3000
 def controller_name(node_id: int) -> str:
     """The node name of the controller with Raft node id `node_id`."""
     return f"controller-{node_id - CONTROLLER_ID_BASE}"
+
+
+class ParkedMetadataFetches:
+    """Broker metadata fetches parked at a simulated controller (DelayedMetadataFetch): each
+    answers when `wake()` finds data for it, or with what it has once max_wait passes on the
+    owning process's timer. """
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+        self._parked: list[tuple[DelayedMetadataFetch, Callable[[Any], None], Timer]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._parked)
+
+    def clear(self) -> None:
+        self._parked = []
+
+    def park(self, delayed: DelayedMetadataFetch, reply: Callable[[Any], None]) -> None:
+        entry: list[Any] = []
+
+        def expire() -> None:
+            if entry and entry[0] in self._parked:
+                self._parked.remove(entry[0])
+                reply(delayed.complete(True))
+
+        timer = self.process.call_later(delayed.max_wait_ms, expire)
+        entry.append((delayed, reply, timer))
+        self._parked.append(entry[0])
+
+    def wake(self) -> None:
+        still = []
+        for delayed, reply, timer in self._parked:
+            response = delayed.complete(False)
+            if response is None:
+                still.append((delayed, reply, timer))
+            else:
+                timer.cancel()
+                reply(response)
+        self._parked = still
 
 
 class SimQuorumController:

@@ -26,7 +26,7 @@ The KRaft controller quorum (from the controllers' /state "quorum", ClusterState
     report (committed: offset below which its metadata is committed and applied; hw: its Raft
     high watermark; leader: the leader it knows; alive: it answered the last poll).
 A controller that did not answer has unknown attributes (alive is false). Without any quorum
-view (a single controller without Raft) controller.leader is ClusterState.controller and
+view (a source without one, e.g. a recorded state) controller.leader is ClusterState.controller and
 the rest is unknown.
 
 Evaluation uses three-valued logic: a value nobody could report (no leader, broker down)

@@ -115,8 +115,8 @@ class ClusterState:
     controllers: tuple[int, ...] = (1,)  # the configured controller ids
     controller: int | None = None  # the active controller, when known
     elapsed_s: float = 0.0
-    # The controllers that answered, by id (empty when the source has no quorum view, e.g. a
-    # single controller without Raft): the input of controller.* conditions.
+    # The controllers that answered, by id (empty when the source has no quorum view): the
+    # input of controller.* conditions.
     quorum: dict[int, ControllerState] = field(default_factory=dict)
     #: internal topics' partitions (`__consumer_offsets-<n>`), kept apart from `partitions`
     #: (the workload's, which conditions and reports are about); group targets resolve here

@@ -19,7 +19,7 @@ from typing import Any
 
 from broker_app.metadata.image import MetadataImage
 from broker_app.sim.cluster import CLIENT, SimCluster
-from broker_app.sim.quorum import CONTROLLER_ID_BASE, SimQuorumController
+from broker_app.sim.quorum import CONTROLLER_ID_BASE
 from broker_app.storage.topic_partition import TopicPartition
 from harness.plan.errors import ResolutionError
 from harness.plan.model import Step
@@ -108,7 +108,7 @@ def cluster_state(cluster: SimCluster, elapsed_s: float) -> ClusterState:
 
 
 def _quorum_view(cluster: SimCluster) -> dict[int, ControllerState]:
-    """Each live, unpaused quorum voter's /state "quorum" view (none for SimController)."""
+    """Each live, unpaused quorum voter's /state "quorum" view."""
     out = {}
     for c in cluster.controllers.values():
         client = getattr(c, "client", None)
@@ -319,12 +319,7 @@ def _elect_preferred(c: SimCluster, partitions: Sequence[str]) -> None:
         return
     wanted = [parse_partition(p) for p in partitions] or None
     request = ElectLeadersRequest(0, wanted)
-    if isinstance(ctl, SimQuorumController):
-        # Through the facade, as the controller's ElectLeaders API does: it appends to the
-        # Raft log and wakes the client to replicate.
-        assert ctl.facade is not None
-        ctl.facade.elect_leaders(request, c.loop.now_ms)
-        return
-    before = ctl.metadata_log.end_offset
-    ctl.controller.elect_leaders(request, c.loop.now_ms)
-    ctl._wake_if_appended(before)
+    # Through the facade, as the controller's ElectLeaders API does: it appends to the Raft
+    # log and wakes the client to replicate.
+    assert ctl.facade is not None
+    ctl.facade.elect_leaders(request, c.loop.now_ms)

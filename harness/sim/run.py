@@ -231,7 +231,7 @@ class QuorumSampler:
 
     def __init__(self, cluster: SimCluster, path: Path, clock_ns: Any) -> None:
         self.cluster = cluster
-        self.quorum = [c for c in cluster.controllers.values() if hasattr(c, "raft")]
+        self.quorum = list(cluster.controllers.values())
         self.writer = QuorumWriter(path, start_ns=0, clock=clock_ns) if len(self.quorum) > 1 \
             else None
         self._last: dict[int, tuple[Any, ...]] = {}

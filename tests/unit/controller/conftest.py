@@ -14,8 +14,8 @@ from broker_app.controller.messages import (
     NewTopic,
     RegisterBrokerRequest,
 )
-from broker_app.controller.metadata_log import MemoryMetadataLog
 from broker_app.controller.quorum_controller import QuorumController
+from tests.unit.controller.one_voter import MemoryMetadataLog
 
 
 class Cluster:

@@ -12,15 +12,13 @@ from typing import Any
 import pytest
 
 from broker_app.controller.apis import CONTROLLER_APIS, ControllerApiKey, decode_controller_request
-from broker_app.controller.config import ControllerConfig
-from broker_app.controller.controller_apis import ControllerApis, DelayedMetadataFetch
-from broker_app.controller.metadata_log import FileMetadataLog
-from broker_app.controller.quorum_controller import QuorumController
+from broker_app.controller.controller_apis import DelayedMetadataFetch
 from broker_app.metadata import METADATA_TOPIC
 from broker_app.protocol.codec import decode_response, encode_request, encode_response
 from broker_app.protocol.codec import request_class as kio_request_class
 from broker_app.protocol.entities import build
 from broker_app.protocol.errors import UnsupportedRequest
+from tests.unit.controller.one_voter import OneVoter
 
 K = ControllerApiKey
 INCARNATION = uuid.UUID(int=5)
@@ -93,19 +91,15 @@ def _data(api: int, version: int, topic_id: uuid.UUID, epoch: int) -> dict[str, 
 
 
 @pytest.fixture
-def apis(tmp_path):
-    log = FileMetadataLog(tmp_path)
-    apis = ControllerApis(QuorumController(ControllerConfig(), log), log, ("127.0.0.1", 9000))
-    try:
-        yield apis
-    finally:
-        log.close()
+def apis() -> OneVoter:
+    """A lone controller (a one-voter quorum), answering each request once committed."""
+    return OneVoter()
 
 
-def _roundtrip(apis: ControllerApis, api: int, version: int, data: dict[str, Any]) -> Any:
+def _roundtrip(apis: OneVoter, api: int, version: int, data: dict[str, Any]) -> Any:
     frame = encode_request("test", 11, build(kio_request_class(api, version), data))[4:]
     request = decode_controller_request(frame)
-    response = apis.handle(request, 0)
+    response = apis.handle(request)
     assert not isinstance(response, DelayedMetadataFetch)
     wire = encode_response(request.correlation_id, api, response)
     corr, body = decode_response(api, version, wire[4:])
@@ -120,7 +114,7 @@ def test_every_advertised_version(apis):
     _roundtrip(apis, K.CREATE_TOPICS, 7, {**_data(K.CREATE_TOPICS, 7, None, 0), "topics": [
         {"name": "t", "num_partitions": 1, "replication_factor": 1, "assignments": [],
          "configs": []}]})  # fmt: skip
-    topic_id = apis.controller.image.topics["t"].topic_id
+    topic_id = apis.image.topics["t"].topic_id
     seen = 0
     for api, vr in sorted(CONTROLLER_APIS.items()):
         for version in range(vr.min_version, vr.max_version + 1):
@@ -140,7 +134,7 @@ def test_every_advertised_version(apis):
                 assert body.results[0].error_code == 37  # INVALID_PARTITIONS
             if api in (K.ALTER_CONFIGS, K.INCREMENTAL_ALTER_CONFIGS):
                 assert body.responses[0].error_code == 0
-                assert apis.controller.image.topics["t"].configs["retention.ms"] == str(
+                assert apis.image.topics["t"].configs["retention.ms"] == str(
                     1000 + version)
     assert seen == sum(vr.max_version - vr.min_version + 1 for vr in CONTROLLER_APIS.values())
 
@@ -154,5 +148,5 @@ def test_unsupported_version_and_unknown_api_are_refused(apis):
         "client_software_name": "t", "client_software_version": "1"}))[4:]  # fmt: skip
     request = decode_controller_request(frame)
     assert request.unsupported_api_versions
-    body = apis.handle(request, 0)
+    body = apis.handle(request)
     assert int(body.error_code) == 35 and len(body.api_keys) == len(CONTROLLER_APIS)

@@ -14,9 +14,9 @@ from broker_app.controller.messages import (
     NewTopic,
     ReassignPartitionsRequest,
 )
-from broker_app.controller.metadata_log import FileMetadataLog
-from broker_app.controller.quorum_controller import QuorumController
 from broker_app.metadata.records import FenceBroker, RegisterBroker, UnfenceBroker
+from broker_app.raft.file_log import FileQuorumStateStore, FileReplicatedLog
+from tests.unit.controller.one_voter import OneVoter
 
 # --- registration and heartbeats -------------------------------------------------------------
 
@@ -424,34 +424,38 @@ def test_reassignment_adds_waits_for_isr_then_removes(make_cluster):
 # --- durability --------------------------------------------------------------------------------
 
 
-def test_largest_topic_fits_one_metadata_batch(tmp_path, make_cluster):
+def test_largest_topic_fits_one_metadata_batch(tmp_path):
+    """On the Raft log's files, as a controller process keeps it (8 MiB batches)."""
     from broker_app.controller.quorum_controller import MAX_PARTITIONS_PER_TOPIC
 
-    log = FileMetadataLog(tmp_path)
-    c = make_cluster(log=log)
-    c.start_brokers(1, 2, 3)
-    assert c.create("wide", MAX_PARTITIONS_PER_TOPIC, 3).error == Errors.NONE
-    assert len(c.image.topics["wide"].partitions) == MAX_PARTITIONS_PER_TOPIC
-    log.close()
+    voter = OneVoter(raft_log=FileReplicatedLog(tmp_path))
+    voter.start_brokers(1, 2, 3)
+    resp, _ = voter.facade.create_topics(
+        CreateTopicsRequest([NewTopic("wide", MAX_PARTITIONS_PER_TOPIC, 3)]), 0)
+    voter.commit()
+    assert resp.results[0].error == Errors.NONE
+    assert len(voter.image.topics["wide"].partitions) == MAX_PARTITIONS_PER_TOPIC
+    voter.raft_log.close()
 
 
-def test_restart_replays_the_log_to_the_same_image(tmp_path, make_cluster):
-    log = FileMetadataLog(tmp_path)
-    c = make_cluster(log=log)
-    c.start_brokers(1, 2, 3)
-    c.create("t", 3, 3, **{"min.insync.replicas": "2"})
-    c.heartbeat(2, want_fence=True)
-    _alter(c, 1, [1, 3], p=0)
-    image = c.image
-    log.close()
-    log2 = FileMetadataLog(tmp_path)
-    restarted = QuorumController(ControllerConfig(), log2)
-    assert restarted.image == image
-    assert restarted.image.topics["t"].configs == {"min.insync.replicas": "2"}
-    assert log2.epoch == log.epoch + 1
-    # The restarted controller gives live brokers a fresh session instead of fencing at once.
-    assert restarted.tick(10**9)[1] == []
-    log2.close()
+def test_restart_replays_the_log_to_the_same_image(tmp_path):
+    """A lone controller restarted on its files: the same committed image, the next Raft
+    epoch, and live brokers get a fresh session instead of being fenced at once."""
+    voter = OneVoter(raft_log=FileReplicatedLog(tmp_path), store=FileQuorumStateStore(tmp_path))
+    voter.start_brokers(1, 2, 3)
+    voter.facade.create_topics(CreateTopicsRequest([NewTopic(
+        "t", 3, 3, configs={"min.insync.replicas": "2"})]), 0)  # fmt: skip
+    voter.commit()
+    image, epoch = voter.image, voter.client.epoch
+    voter.raft_log.close()
+    again = OneVoter(raft_log=FileReplicatedLog(tmp_path), store=FileQuorumStateStore(tmp_path))
+    assert again.image == image
+    assert again.image.topics["t"].configs == {"min.insync.replicas": "2"}
+    assert again.client.epoch == epoch + 1
+    end = again.raft.metadata_log.end_offset
+    again.facade.tick(10**9)
+    assert again.raft.metadata_log.end_offset == end  # nobody fenced
+    again.raft_log.close()
 
 
 def test_one_create_topics_request_creates_at_most_its_partition_budget(cluster):

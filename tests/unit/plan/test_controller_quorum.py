@@ -103,7 +103,7 @@ def test_random_controller_draws_among_those_that_answered() -> None:
     drawn = {resolve(Target("random-controller"), state, random.Random(seed))
              for seed in range(40)}
     assert drawn == {(controller(2),), (controller(3),)}
-    # No quorum view at all (a single controller without Raft): any configured one.
+    # No quorum view at all (a source without one, e.g. a recorded state): any configured one.
     assert resolve(Target("random-controller"), three_brokers(), random.Random(0)) \
         == (controller(1),)
 
@@ -145,7 +145,7 @@ def test_controller_conditions_are_unknown_without_an_answer() -> None:
     assert parse_condition("controller.leader == 1").evaluate(nobody) is None
     assert parse_condition("controller.epoch >= 0").evaluate(nobody) is None
     assert parse_condition("controller.committed >= 0").evaluate(nobody) is None
-    # No quorum view (single controller, no Raft): the leader is ClusterState.controller.
+    # No quorum view (a source that reports none): the leader is ClusterState.controller.
     assert parse_condition("controller.leader == 1").evaluate(three_brokers()) is True
     assert parse_condition("controller.epoch >= 0").evaluate(three_brokers()) is None
 

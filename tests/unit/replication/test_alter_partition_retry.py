@@ -19,7 +19,6 @@ from broker_app.controller.messages import (
     NewTopic,
     RegisterBrokerRequest,
 )
-from broker_app.controller.metadata_log import MemoryMetadataLog
 from broker_app.controller.quorum_controller import QuorumController
 from broker_app.protocol.codec import Request
 from broker_app.replication.alter_partition_manager import (
@@ -32,6 +31,7 @@ from broker_app.replication.messages import AlterPartitionRequest, AlterPartitio
 from broker_app.replication.replica_manager import ReplicaManager
 from broker_app.storage.fs import MemoryFileSystem
 from broker_app.storage.log_manager import LogManager
+from tests.unit.controller.one_voter import MemoryMetadataLog
 
 LAG_MS = 1_000
 BACKOFF_MS = 100

@@ -198,14 +198,14 @@ def _started_cluster(overrides: dict[str, str] | None = None) -> SimCluster:
 
 
 def _fence(cluster: SimCluster, isr: tuple[int, ...]) -> int:
-    """The controller's image with ISR `isr` for t-0 and its last member fenced."""
-    qc = cluster.controllers["controller-1"].controller
-    assert qc is not None
-    image = qc.image
+    """The controller's committed image with ISR `isr` for t-0 and its last member fenced."""
+    raft = cluster.controllers["controller-1"].raft
+    assert raft is not None
+    image = raft.committed_image
     topic = image.topics["t"]
     reg = dataclasses.replace(topic.partitions[0], isr=isr, leader=isr[0])
     fenced = isr[-1]
-    qc.image = MetadataImage(
+    raft.committed_image = MetadataImage(
         brokers={**image.brokers, fenced: dataclasses.replace(image.brokers[fenced], fenced=True)},
         topics={"t": dataclasses.replace(topic, partitions={0: reg})}, offset=image.offset)
     return fenced
@@ -245,14 +245,13 @@ def _lead(cluster: SimCluster, broker: int) -> None:
     from broker_app.controller.messages import ElectLeadersRequest, ReassignPartitionsRequest
 
     ctl = cluster.controller
-    qc = ctl.controller
-    assert qc is not None
-    replicas = qc.image.topics["t"].partitions[0].replicas
+    facade = ctl.facade
+    assert facade is not None and ctl.controller is not None
+    replicas = ctl.controller.image.topics["t"].partitions[0].replicas
     order = (broker, *(r for r in replicas if r != broker))
-    before = ctl.metadata_log.end_offset
-    qc.reassign_partitions(ReassignPartitionsRequest([("t", 0, order)]), cluster.loop.now_ms)
-    qc.elect_leaders(ElectLeadersRequest(0, [("t", 0)]), cluster.loop.now_ms)
-    ctl._wake_if_appended(before)
+    now = cluster.loop.now_ms
+    facade.reassign_partitions(ReassignPartitionsRequest([("t", 0, order)]), now)
+    facade.elect_leaders(ElectLeadersRequest(0, [("t", 0)]), now)
 
 
 def brief_leadership_without_writes(cluster: SimCluster, note: dict[str, Any]) -> bool:
