@@ -1,6 +1,5 @@
-"""ControllerApis: Kafka wire requests -> QuorumController operations (through the
-RaftControllerFacade: on the active controller, answered once committed) -> Kafka wire
-responses.
+"""ControllerApis: Kafka wire requests -> the controller's operations (RaftQuorumController:
+on the active controller, answered once committed) -> Kafka wire responses.
 
 `handle(request, now_ms)` returns a kio response entity, or a DelayedMetadataFetch (a Fetch of
 `__cluster_metadata-0` at the log end, which the network edge parks until the log grows or
@@ -56,8 +55,7 @@ from .topic_admin_apis import (
 )
 
 if TYPE_CHECKING:
-    from .raft_facade import RaftControllerFacade
-    from .raft_metadata_log import RaftMetadataLog
+    from .raft_controller import RaftQuorumController
 
 log = logging.getLogger(__name__)
 _REJECTS = RejectLog(log)  # rate-limited lines for rejected requests (issue 15)
@@ -75,12 +73,11 @@ class DelayedMetadataFetch:
 class ControllerApis:
     def __init__(
         self,
-        controller: RaftControllerFacade,
-        metadata_log: RaftMetadataLog,
+        controller: RaftQuorumController,
         advertised: tuple[str, int],
     ) -> None:
         self.controller = controller
-        self.metadata_log = metadata_log
+        self.metadata_log = controller.metadata_log
         self.advertised = advertised
         # Quorum mode: (node id, host, port) of the active controller as far as we know, so
         # Metadata sends an AdminClient on a standby to the active one (default: ourselves).

@@ -25,7 +25,6 @@ from broker_app.server.liveness import serve_until_signalled
 from .apis import CONTROLLER_APIS, ControllerApiKey
 from .config import ControllerConfig
 from .raft_controller import RaftQuorumController
-from .raft_facade import RaftControllerFacade
 from .raft_manager import RAFT_APIS, RAFT_FETCH_VERSION, RaftManager
 from .server import ControllerServer, QuorumEdge
 
@@ -56,11 +55,11 @@ async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> No
                 server.wake_parked_fetches()
 
         manager = RaftManager(raft, voters, config.cluster_id, on_commit)
-        facade = RaftControllerFacade(raft, manager.wakeup)
+        raft.on_write = manager.wakeup  # appended records: flush and replicate them now
         apis = {**CONTROLLER_APIS, **RAFT_APIS,
                 ControllerApiKey.FETCH: VersionRange(4, RAFT_FETCH_VERSION)}
         server = ControllerServer(
-            QuorumEdge(facade, manager, apis), args.host, args.port, args.admin_port,
+            QuorumEdge(raft, manager, apis), args.host, args.port, args.admin_port,
             args.advertised_host, args.tick_interval_ms,
             fetch_max_wait_cap_ms=args.fetch_max_wait_cap_ms,
         )  # fmt: skip

@@ -41,6 +41,16 @@ its QuorumMetaLogListener and deferred event queue:
   Brokers behind the log start are sent the snapshot (ControllerApis' Fetch answers a
   SnapshotId; they FetchSnapshot it).
 
+- The operations ControllerApis calls (register_broker, heartbeat, create_topics,
+  alter_partition, elect_leaders, reassign_partitions, delete_topics, create_partitions,
+  alter_*_configs; `image`, the committed image; `session_ages_ms`), as Kafka's ControllerApis
+  calls its QuorumController: on the active controller each goes through `submit`, leaves
+  its PendingResponse in `last_pending` (the edge awaits it before it writes the answer) and
+  calls `on_write` (the edge wakes its Raft driver to flush and replicate); on a standby, or
+  with `refuse` set (re-running a request whose commit failed), each answers that
+  operation's NOT_CONTROLLER response without writing anything, and the client looks for the
+  active controller.
+
 The edge calls `sync(now_ms)` after every `client.handle`/`client.poll` (or uses `handle`/
 `poll` here, which do both).
 """
@@ -60,10 +70,29 @@ from broker_app.raft import KafkaRaftClient, Snapshot
 from broker_app.raft.messages import Envelope
 
 from .config import ControllerConfig
+from .errors import Errors
+from .messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    CreateTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    PartitionResult,
+    ReassignPartitionsRequest,
+    ReassignPartitionsResponse,
+    RegisterBrokerRequest,
+    RegisterBrokerResponse,
+    TopicResult,
+)
 from .quorum_controller import QuorumController
 from .raft_metadata_log import NotControllerError, RaftMetadataLog
 
 log = logging.getLogger(__name__)
+NC = Errors.NOT_CONTROLLER
 
 
 @dataclass
@@ -114,6 +143,10 @@ class RaftQuorumController:
         # in order (Kafka's RaftClient.Listener.handleCommit): what an end-of-run check
         # compares across voters (harness/metadata_check.committed_log_divergence).
         self.commit_listener: Callable[[tuple[tuple[int, bytes], ...]], None] | None = None
+        # The edge's side of an operation (see the module docstring).
+        self.on_write: Callable[[], None] = lambda: None
+        self.last_pending: PendingResponse | None = None
+        self.refuse = False
 
     # -- queries ----------------------------------------------------------------------------
     @property
@@ -162,8 +195,101 @@ class RaftQuorumController:
         return pending
 
     def tick(self, now_ms: int) -> None:
-        if self.active is not None:
-            self.active.tick(now_ms)
+        """The active controller's timers (session expiry, elections, rebalance); wakes the
+        driver if they wrote."""
+        if self.active is None:
+            return
+        before = self.metadata_log.end_offset
+        self.active.tick(now_ms)
+        if self.metadata_log.end_offset != before:
+            self.on_write()
+
+    # -- the operations ControllerApis calls ------------------------------------------------
+    @property
+    def image(self) -> MetadataImage:
+        """The committed image on every controller: the active one's own may hold records a
+        failover would undo (Metadata answers and /state show this one)."""
+        return self.committed_image
+
+    def session_ages_ms(self, now_ms: int) -> dict[int, int]:
+        return self.active.session_ages_ms(now_ms) if self.active is not None else {}
+
+    def _run(self, op: Callable[[QuorumController], tuple[Any, list[Any]]],
+             refused: Callable[[str], Any]) -> tuple[Any, list[Any]]:
+        if self.refuse or not self.is_active:
+            return refused(f"controller {self.config.node_id} is not the active controller "
+                           f"(leader {self.client.leader_id})"), []
+        try:
+            pending = self.submit(lambda c: op(c)[0])
+        except NotControllerError as e:
+            return refused(str(e)), []
+        self.last_pending = pending
+        self.on_write()
+        return pending.value, []
+
+    def register_broker(self, req: RegisterBrokerRequest, now_ms: int) -> tuple[Any, list[Any]]:
+        return self._run(lambda c: c.register_broker(req, now_ms),
+                         lambda m: RegisterBrokerResponse(NC, -1, m))
+
+    def heartbeat(self, req: HeartbeatRequest, now_ms: int) -> tuple[Any, list[Any]]:
+        return self._run(lambda c: c.heartbeat(req, now_ms),
+                         lambda m: HeartbeatResponse(NC, message=m))
+
+    def create_topics(self, req: CreateTopicsRequest, now_ms: int) -> tuple[Any, list[Any]]:
+        return self._run(lambda c: c.create_topics(req, now_ms),
+                         lambda m: CreateTopicsResponse(
+                             [CreateTopicResult(t.name, NC, m) for t in req.topics]))
+
+    def alter_partition(self, req: AlterPartitionRequest, now_ms: int) -> tuple[Any, list[Any]]:
+        return self._run(lambda c: c.alter_partition(req, now_ms),
+                         lambda m: AlterPartitionResponse(NC, m))
+
+    def elect_leaders(self, req: ElectLeadersRequest, now_ms: int) -> tuple[Any, list[Any]]:
+        return self._run(lambda c: c.elect_leaders(req, now_ms),
+                         lambda m: ElectLeadersResponse(NC, message=m))
+
+    def reassign_partitions(self, req: ReassignPartitionsRequest,
+                            now_ms: int) -> tuple[Any, list[Any]]:
+        return self._run(lambda c: c.reassign_partitions(req, now_ms),
+                         lambda m: ReassignPartitionsResponse(
+                             [PartitionResult(n, i, NC, m) for n, i, _r in req.partitions]))
+
+    # DeleteTopics, CreatePartitions and AlterConfigs (controller/topic_admin_apis.py). Until
+    # 2026-11-28 the quorum's adaptor lacked them, and one a broker forwarded closed the
+    # connection.
+    def delete_topics(self, topics: list[tuple[str | None, Any]],
+                      now_ms: int) -> tuple[Any, list[Any]]:
+        return self._run(lambda c: c.delete_topics(topics, now_ms),
+                         lambda m: [TopicResult(n, NC, m, i) for n, i in topics])
+
+    def create_partitions(self, items: list[Any], validate_only: bool,
+                          now_ms: int) -> tuple[Any, list[Any]]:
+        return self._run(lambda c: c.create_partitions(items, validate_only, now_ms),
+                         lambda m: [TopicResult(it.name, NC, m) for it in items])
+
+    def alter_topic_configs(self, items: list[tuple[str, dict[str, str | None]]],
+                            validate_only: bool, now_ms: int) -> tuple[Any, list[Any]]:
+        return self._run(lambda c: c.alter_topic_configs(items, validate_only, now_ms),
+                         lambda m: [TopicResult(name, NC, m) for name, _ in items])
+
+    def alter_broker_configs(self, broker: str, changes: dict[str, str | None],
+                             validate_only: bool, now_ms: int) -> list[Any]:
+        return self._run_raising(lambda c: (c.alter_broker_configs(
+            broker, changes, validate_only, now_ms), []))
+
+    def alter_group_configs(self, group: str, changes: dict[str, str | None],
+                            validate_only: bool, now_ms: int) -> list[Any]:
+        return self._run_raising(lambda c: (c.alter_group_configs(
+            group, changes, validate_only, now_ms), []))
+
+    def _run_raising(self, op: Callable[[QuorumController], tuple[Any, list[Any]]]) -> Any:
+        """An operation whose errors are ConfigErrors (one resource of an AlterConfigs)."""
+        from broker_app.server.configs import ConfigError
+
+        def refused(message: str) -> Any:
+            raise ConfigError(NC, message)
+
+        return self._run(op, refused)[0]
 
     # -- driving ----------------------------------------------------------------------------
     def deadline_ms(self) -> int:

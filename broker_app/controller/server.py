@@ -6,13 +6,13 @@
   connection task, so one bad peer never stops the controller.
 - The controller is a voter of a Raft quorum (one voter when it runs alone): Vote,
   BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot and Fetch v18 go to the RaftManager; any
-  other request goes to ControllerApis over the RaftControllerFacade, and its answer is held
+  other request goes to ControllerApis (RaftQuorumController's operations), and its answer is held
   until the Raft high watermark passes what it depends on, becoming NOT_CONTROLLER if this
   controller lost leadership first.
 - A Fetch of `__cluster_metadata-0` at the high watermark is parked until the high watermark
   moves (RaftManager's on_commit calls `wake_parked_fetches`) or its max_wait expires, so
   brokers learn metadata changes promptly with long polls, as in KRaft.
-- Timer: the facade's `tick(now_ms)` every `tick_interval_ms` (on the active controller:
+- Timer: RaftQuorumController.tick(now_ms) every `tick_interval_ms` (on the active controller:
   session expiry, leaderless partitions, automatic rebalance). now_ms is
   environment.monotonic_ms(): sessions are durations.
 - Admin HTTP on --admin-port: `GET /state` returns {"node_id", "metadata_offset",
@@ -43,7 +43,7 @@ from .apis import decode_controller_request
 from .controller_apis import ControllerApis, DelayedMetadataFetch
 
 if TYPE_CHECKING:
-    from .raft_facade import RaftControllerFacade
+    from .raft_controller import RaftQuorumController
     from .raft_manager import RaftManager
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ PENDING_ANSWER_TIMEOUT_S = 30.0  # an answer waiting for commit; a deposed leade
 
 @dataclass
 class QuorumEdge:
-    facade: RaftControllerFacade
+    controller: RaftQuorumController
     manager: RaftManager
     apis: dict[int, Any]  # the decode table: CONTROLLER_APIS plus the Raft APIs
 
@@ -74,8 +74,8 @@ class ControllerServer:
         fetch_max_wait_cap_ms: int | None = None,
     ) -> None:
         self.quorum = quorum
-        self.controller = quorum.facade
-        self.metadata_log = quorum.facade.raft.metadata_log
+        self.controller = quorum.controller
+        self.metadata_log = quorum.controller.metadata_log
         self.host = host
         self.port = port
         self.admin_port = admin_port
@@ -96,9 +96,7 @@ class ControllerServer:
         server = await asyncio.start_server(self._on_kafka, self.host, self.port, limit=READ_CHUNK)
         self._servers.append(server)
         self.port = server.sockets[0].getsockname()[1]
-        self.apis = ControllerApis(
-            self.controller, self.metadata_log, (self.advertised_host, self.port)
-        )
+        self.apis = ControllerApis(self.controller, (self.advertised_host, self.port))
         if self.admin_port is not None:
             admin = await asyncio.start_server(self._on_http, self.host, self.admin_port)
             self._servers.append(admin)
@@ -186,10 +184,10 @@ class ControllerServer:
         if request.api_key == FETCH and request.api_version > 12:
             raise ValueError(f"Fetch v{request.api_version}: only <= 12 and "
                              f"{RAFT_FETCH_VERSION} (Raft) here")
-        facade = self.quorum.facade
-        facade.last_pending = None
+        ctl = self.controller
+        ctl.last_pending = None
         result = self.apis.handle(request, monotonic_ms())
-        pending, facade.last_pending = facade.last_pending, None
+        pending, ctl.last_pending = ctl.last_pending, None
         if pending is None:
             return result
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -197,11 +195,11 @@ class ControllerServer:
         await asyncio.wait_for(done, PENDING_ANSWER_TIMEOUT_S)
         if pending.error is None:
             return result
-        facade.refuse = True  # the same request again, answered NOT_CONTROLLER
+        ctl.refuse = True  # the same request again, answered NOT_CONTROLLER
         try:
             return self.apis.handle(request, monotonic_ms())
         finally:
-            facade.refuse = False
+            ctl.refuse = False
 
     def wake_parked_fetches(self) -> None:
         """The high watermark moved: parked metadata fetches look again."""
@@ -239,7 +237,7 @@ class ControllerServer:
                 str(b): age for b, age in self.controller.session_ages_ms(monotonic_ms()).items()
             },
             "image": self.controller.image.to_json(),
-            "quorum": self.controller.raft.quorum_state(),
+            "quorum": self.controller.quorum_state(),
         }
 
     async def _on_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -3,8 +3,8 @@
 The real sans-I/O parts on virtual time, as `highwater controller --controller-quorum-voters`
 runs them over sockets (quorum_main.py), in the manner of Kafka's RaftEventSimulationTest:
 KafkaRaftClient (votes, the replicated `__cluster_metadata` log) under RaftQuorumController
-(the metadata state machine, active only on the leader), RaftControllerFacade and the real
-ControllerApis for the brokers' requests. Raft messages (Envelopes) travel between voters
+(the metadata state machine, active only on the leader, and the operations the real
+ControllerApis calls for the brokers' requests). Raft messages (Envelopes) travel between voters
 over the simulated network one way each (a response is its own message), so cuts, latency,
 kills and pauses of controllers act on them like on any other link.
 
@@ -33,7 +33,6 @@ from broker_app.controller.config import ControllerConfig
 from broker_app.controller.controller_apis import ControllerApis, DelayedMetadataFetch
 from broker_app.controller.quorum_controller import QuorumController
 from broker_app.controller.raft_controller import RaftQuorumController
-from broker_app.controller.raft_facade import RaftControllerFacade
 from broker_app.protocol.codec import Request
 from broker_app.raft import KafkaRaftClient, MemoryQuorumStateStore, MemoryReplicatedLog, RaftConfig
 from broker_app.raft.messages import Envelope
@@ -111,7 +110,6 @@ class SimQuorumController:
         self.store = MemoryQuorumStateStore()
         self.applied: list[tuple[int, bytes]] = []
         self.raft: RaftQuorumController | None = None
-        self.facade: RaftControllerFacade | None = None
         self.apis: ControllerApis | None = None
         self._timer: Timer | None = None
         self._parked = ParkedMetadataFetches(self.process)
@@ -138,9 +136,8 @@ class SimQuorumController:
                                  random.Random(seed), self.loop.now_ms)
         self.raft = RaftQuorumController(self.config, client, self._new_topic_id)
         self.raft.commit_listener = self.applied.extend
-        self.facade = RaftControllerFacade(self.raft, self._wake)
-        self.apis = ControllerApis(self.facade, self.raft.metadata_log,  # type: ignore[arg-type]
-                                   (self.name, 9093))
+        self.raft.on_write = self._wake
+        self.apis = ControllerApis(self.raft, (self.name, 9093))
         self._parked.clear()
         self._hw, self._timer = None, None
         self.process.every(self.tick_interval_ms, self._tick)
@@ -150,7 +147,7 @@ class SimQuorumController:
         """SIGKILL: the unflushed Raft tail is lost; the election state is durable."""
         self.process.kill()
         self.raft_log.lose_unflushed()
-        self.raft = self.facade = self.apis = None
+        self.raft = self.apis = None
         self._parked.clear()
         self._timer = None
 
@@ -180,14 +177,14 @@ class SimQuorumController:
             self._drive(self.raft.poll(self.loop.now_ms))
 
     def _wake(self) -> None:
-        """Records were appended (the facade wrote): flush and replicate them now."""
+        """Records were appended (an operation wrote): flush and replicate them now."""
         if self.raft is not None:
             self._drive([])
 
     def _tick(self) -> None:
-        if self.facade is not None:
-            self.facade.tick(self.loop.now_ms)
-            # A write that bypassed the facade (the harness electing leaders) moved the
+        if self.raft is not None:
+            self.raft.tick(self.loop.now_ms)
+            # A write that bypassed the operations (the harness appending directly) moved the
             # client's deadline: re-arm the timer on it.
             self._drive([])
 
@@ -201,12 +198,12 @@ class SimQuorumController:
         self._handle_request(src, body, reply)
 
     def _handle_request(self, src: str, body: Any, reply: Callable[[Any], None]) -> None:
-        assert self.apis is not None and self.facade is not None
-        facade, apis = self.facade, self.apis
+        assert self.apis is not None and self.raft is not None
+        raft, apis = self.raft, self.apis
         request = Request(body.__api_key__, body.__version__, 0, src, body)
-        facade.last_pending = None
+        raft.last_pending = None
         result = apis.handle(request, self.loop.now_ms)
-        pending, facade.last_pending = facade.last_pending, None
+        pending, raft.last_pending = raft.last_pending, None
         if isinstance(result, DelayedMetadataFetch):
             self._parked.park(result, reply)
             return
@@ -221,11 +218,11 @@ class SimQuorumController:
             if p.error is None:
                 reply(result)
                 return
-            facade.refuse = True  # the same request again, answered NOT_CONTROLLER
+            raft.refuse = True  # the same request again, answered NOT_CONTROLLER
             try:
                 reply(apis.handle(request, self.loop.now_ms))
             finally:
-                facade.refuse = False
+                raft.refuse = False
 
         pending.on_done(answered)
 
@@ -234,6 +231,6 @@ class SimQuorumController:
         answer is the active controller's (not yet committed) result."""
         from broker_app.controller.messages import CreateTopicsRequest
 
-        assert self.facade is not None
-        resp, _ = self.facade.create_topics(CreateTopicsRequest(topics), self.loop.now_ms)
+        assert self.raft is not None
+        resp, _ = self.raft.create_topics(CreateTopicsRequest(topics), self.loop.now_ms)
         return resp

@@ -319,7 +319,7 @@ def _elect_preferred(c: SimCluster, partitions: Sequence[str]) -> None:
         return
     wanted = [parse_partition(p) for p in partitions] or None
     request = ElectLeadersRequest(0, wanted)
-    # Through the facade, as the controller's ElectLeaders API does: it appends to the Raft
-    # log and wakes the client to replicate.
-    assert ctl.facade is not None
-    ctl.facade.elect_leaders(request, c.loop.now_ms)
+    # As the controller's ElectLeaders API does: it appends to the Raft log and wakes the
+    # client to replicate.
+    assert ctl.raft is not None
+    ctl.raft.elect_leaders(request, c.loop.now_ms)

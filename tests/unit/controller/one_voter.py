@@ -2,7 +2,7 @@
 
 - `OneVoter`: a lone controller as every process runs it since issue 26 (Raft always): a
   one-voter KafkaRaftClient on an in-memory Raft log, the RaftQuorumController, the
-  RaftControllerFacade and the real ControllerApis. `handle(request)` answers as
+  real ControllerApis. `handle(request)` answers as
   ControllerServer does: the operation runs, the voter flushes and commits, then the answer.
 - `MemoryMetadataLog`: QuorumController's MetadataLog contract in memory, for tests of the
   state machine alone (Kafka's own controller tests run it over a local log the same way).
@@ -20,7 +20,6 @@ from broker_app.controller.config import ControllerConfig
 from broker_app.controller.controller_apis import ControllerApis
 from broker_app.controller.messages import HeartbeatRequest, RegisterBrokerRequest
 from broker_app.controller.raft_controller import RaftQuorumController
-from broker_app.controller.raft_facade import RaftControllerFacade
 from broker_app.metadata.image import MetadataImage
 from broker_app.metadata.records import MetadataRecord, decode_record, encode_record
 from broker_app.protocol.codec import Request
@@ -43,8 +42,7 @@ class OneVoter:
             self.now)  # fmt: skip
         self.raft = RaftQuorumController(self.config, self.client,
                                          lambda: uuid.UUID(int=next(ids)))
-        self.facade = RaftControllerFacade(self.raft, lambda: None)
-        self.apis = ControllerApis(self.facade, self.raft.metadata_log, ("127.0.0.1", 9093))
+        self.apis = ControllerApis(self.raft, ("127.0.0.1", 9093))
         for _ in range(10):  # the only voter leads at once and commits its LeaderChange
             self.raft.poll(self.now)
             if self.raft.is_active:
@@ -67,10 +65,10 @@ class OneVoter:
     def start_brokers(self, *ids: int) -> None:
         """Register brokers `ids` and unfence them with a caught-up heartbeat."""
         for b in ids:
-            reg, _ = self.facade.register_broker(
+            reg, _ = self.raft.register_broker(
                 RegisterBrokerRequest(b, f"inc-{b}", "127.0.0.1", 9000 + b), self.now)
             self.commit()
-            self.facade.heartbeat(HeartbeatRequest(b, reg.broker_epoch, self.image.offset),
+            self.raft.heartbeat(HeartbeatRequest(b, reg.broker_epoch, self.image.offset),
                                   self.now)
             self.commit()
             assert not self.image.brokers[b].fenced

@@ -21,7 +21,7 @@ def _exchange(voter: OneVoter, lc: BrokerLifecycle, now: int, offset: int) -> bo
 
 def test_register_unfence_heartbeat_and_reregister():
     apis = OneVoter(ControllerConfig(session_timeout_ms=1000))
-    controller = apis.facade
+    controller = apis.raft
     lc = BrokerLifecycle(1, "127.0.0.1", 9001, heartbeat_interval_ms=300,
                          retry_backoff_ms=50)  # fmt: skip
     assert _exchange(apis, lc, 0, -1)
@@ -77,7 +77,7 @@ def test_previous_broker_epoch_on_the_wire_decides_clean_or_unclean():
     )
 
     apis = OneVoter()
-    controller = apis.facade
+    controller = apis.raft
     brokers = {b: BrokerLifecycle(b, "127.0.0.1", 9000 + b) for b in (1, 2, 3)}
     for lc in brokers.values():
         _exchange(apis, lc, 0, -1)

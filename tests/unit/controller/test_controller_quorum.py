@@ -430,7 +430,7 @@ def test_largest_topic_fits_one_metadata_batch(tmp_path):
 
     voter = OneVoter(raft_log=FileReplicatedLog(tmp_path))
     voter.start_brokers(1, 2, 3)
-    resp, _ = voter.facade.create_topics(
+    resp, _ = voter.raft.create_topics(
         CreateTopicsRequest([NewTopic("wide", MAX_PARTITIONS_PER_TOPIC, 3)]), 0)
     voter.commit()
     assert resp.results[0].error == Errors.NONE
@@ -443,7 +443,7 @@ def test_restart_replays_the_log_to_the_same_image(tmp_path):
     epoch, and live brokers get a fresh session instead of being fenced at once."""
     voter = OneVoter(raft_log=FileReplicatedLog(tmp_path), store=FileQuorumStateStore(tmp_path))
     voter.start_brokers(1, 2, 3)
-    voter.facade.create_topics(CreateTopicsRequest([NewTopic(
+    voter.raft.create_topics(CreateTopicsRequest([NewTopic(
         "t", 3, 3, configs={"min.insync.replicas": "2"})]), 0)  # fmt: skip
     voter.commit()
     image, epoch = voter.image, voter.client.epoch
@@ -453,7 +453,7 @@ def test_restart_replays_the_log_to_the_same_image(tmp_path):
     assert again.image.topics["t"].configs == {"min.insync.replicas": "2"}
     assert again.client.epoch == epoch + 1
     end = again.raft.metadata_log.end_offset
-    again.facade.tick(10**9)
+    again.raft.tick(10**9)
     assert again.raft.metadata_log.end_offset == end  # nobody fenced
     again.raft_log.close()
 

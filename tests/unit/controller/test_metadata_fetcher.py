@@ -37,11 +37,11 @@ def test_a_broker_below_the_log_start_fetches_the_snapshot() -> None:
     voter = OneVoter(ControllerConfig(snapshot_max_new_record_bytes=1 << 62,
                                       snapshot_max_interval_ms=0))
     voter.start_brokers(1)
-    voter.facade.create_topics(CreateTopicsRequest([NewTopic(t, 2, 1) for t in "ab"]), 0)
+    voter.raft.create_topics(CreateTopicsRequest([NewTopic(t, 2, 1) for t in "ab"]), 0)
     voter.commit()
     snap = voter.raft.create_snapshot(voter.now)
     assert voter.raft.metadata_log.log_start_offset == snap.snapshot_id.offset > 0
-    voter.facade.create_topics(CreateTopicsRequest([NewTopic("c", 1, 1)]), 0)
+    voter.raft.create_topics(CreateTopicsRequest([NewTopic("c", 1, 1)]), 0)
     voter.commit()
     fetcher = MetadataFetcher(1, "highwater-cluster", MetadataLoader(), backoff_ms=100)
 

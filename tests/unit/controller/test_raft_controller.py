@@ -13,7 +13,6 @@ from broker_app.controller.messages import (
     NewTopic,
     RegisterBrokerRequest,
 )
-from broker_app.controller.raft_facade import RaftControllerFacade
 from broker_app.controller.raft_metadata_log import NotControllerError
 from tests.unit.raft.controller_net import (
     BROKER,
@@ -100,19 +99,19 @@ def test_only_the_active_controller_ticks() -> None:
         assert c.committed_image.brokers[BROKER].fenced is True
 
 
-def test_the_facade_answers_not_controller_on_a_standby_and_holds_the_actives_answers() -> None:
+def test_operations_answer_not_controller_on_a_standby_and_hold_the_actives_answers() -> None:
     net = ControllerNet(seed=5)
     ctl = setup_topic(net)
     net.run_for(200)  # followers learn the new high watermark on their next fetch
     standby = next(c for c in net.controllers.values() if c is not ctl)
     woken: list[int] = []
-    facade = RaftControllerFacade(standby, lambda: woken.append(1))
-    resp, _ = facade.create_topics(CreateTopicsRequest([NewTopic("x", 1, 1)]), 0)
+    standby.on_write = ctl.on_write = lambda: woken.append(1)
+    resp, _ = standby.create_topics(CreateTopicsRequest([NewTopic("x", 1, 1)]), 0)
     assert [r.error for r in resp.results] == [Errors.NOT_CONTROLLER]
-    resp, _ = facade.register_broker(RegisterBrokerRequest(11, "i", "h", 1), 0)
-    assert resp.error == Errors.NOT_CONTROLLER and facade.last_pending is None and not woken
-    assert "t" in facade.image.topics  # a standby shows its committed image
-    active = RaftControllerFacade(ctl, lambda: woken.append(1))
+    resp, _ = standby.register_broker(RegisterBrokerRequest(11, "i", "h", 1), 0)
+    assert resp.error == Errors.NOT_CONTROLLER and standby.last_pending is None and not woken
+    assert "t" in standby.image.topics  # a standby shows its committed image
+    active = ctl
     resp, _ = active.create_topics(CreateTopicsRequest([NewTopic("x", 1, 1)]), 0)
     assert resp.results[0].error == Errors.NONE and woken == [1]
     pending = active.last_pending

@@ -245,13 +245,13 @@ def _lead(cluster: SimCluster, broker: int) -> None:
     from broker_app.controller.messages import ElectLeadersRequest, ReassignPartitionsRequest
 
     ctl = cluster.controller
-    facade = ctl.facade
-    assert facade is not None and ctl.controller is not None
+    raft = ctl.raft
+    assert raft is not None and ctl.controller is not None
     replicas = ctl.controller.image.topics["t"].partitions[0].replicas
     order = (broker, *(r for r in replicas if r != broker))
     now = cluster.loop.now_ms
-    facade.reassign_partitions(ReassignPartitionsRequest([("t", 0, order)]), now)
-    facade.elect_leaders(ElectLeadersRequest(0, [("t", 0)]), now)
+    raft.reassign_partitions(ReassignPartitionsRequest([("t", 0, order)]), now)
+    raft.elect_leaders(ElectLeadersRequest(0, [("t", 0)]), now)
 
 
 def brief_leadership_without_writes(cluster: SimCluster, note: dict[str, Any]) -> bool:
