@@ -4,8 +4,9 @@ The state machine (KafkaRaftClient) takes `now_ms` and inbound messages and retu
 messages plus its next timer deadline: no sockets, threads or sleeps. Messages are plain
 dataclasses (messages.py); kio_codec.py maps them to kio's Vote/BeginQuorumEpoch/
 EndQuorumEpoch/Fetch/FetchSnapshot entities for the network edge. Logs: MemoryReplicatedLog
-(tests) and FileReplicatedLog (storage.Log in `__cluster_metadata-0/`, with
-FileQuorumStateStore for the durable vote).
+(the Raft unit tests) and FileReplicatedLog (storage.Log in `__cluster_metadata-0/`, with
+FileQuorumStateStore for the durable vote), which every controller runs: on the machine's
+file system, or in the simulator on the voter's simulated disk (storage/fs.py).
 
 Status (issue 13, step 1): the core is complete and unit-tested (tests/unit/raft/, with a
 seeded in-test network and a Raft safety checker; long runs: `python -m

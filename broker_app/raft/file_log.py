@@ -21,12 +21,12 @@ leaderEpoch/leaderId/votedId) atomically and fsynced before returning.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from broker_app.storage import Log, LogConfig, build_batch, decode_records
-from broker_app.storage.checkpoints import fsync_dir, write_atomically
+from broker_app.storage.checkpoints import write_atomically
+from broker_app.storage.fs import OS_FS, FileSystem
 
 from .log import UNKNOWN, Batch, OffsetAndEpoch, Snapshot
 from .quorum_state import ElectionState
@@ -39,39 +39,50 @@ def _snapshot_name(sid: OffsetAndEpoch) -> str:
     return f"{sid.offset:020d}-{sid.epoch:010d}{SNAPSHOT_SUFFIX}"
 
 
-def write_snapshot_file(directory: Path, snapshot: Snapshot) -> None:
+def write_snapshot_file(directory: Path, snapshot: Snapshot, fs: FileSystem = OS_FS) -> None:
     """`<end offset>-<epoch>.checkpoint` in directory: temporary file, fsync, rename, fsync the
     directory; older snapshot files are deleted."""
     path = directory / _snapshot_name(snapshot.snapshot_id)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(snapshot.payload)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    for old in directory.glob(f"*{SNAPSHOT_SUFFIX}"):
-        if old != path:
-            old.unlink(missing_ok=True)
-    fsync_dir(directory)
+    fd = fs.open(tmp)
+    try:
+        fs.truncate(fd, 0)
+        fs.pwrite(fd, snapshot.payload, 0)
+        fs.fsync(fd)
+    finally:
+        fs.close(fd)
+    fs.replace(tmp, path)
+    for name in fs.listdir(directory):
+        if name.endswith(SNAPSHOT_SUFFIX) and name != path.name:
+            fs.unlink(directory / name)
+    fs.fsync_dir(directory)
 
 
-def read_latest_snapshot(directory: Path) -> Snapshot | None:
+def read_latest_snapshot(directory: Path, fs: FileSystem = OS_FS) -> Snapshot | None:
     found: list[tuple[OffsetAndEpoch, Path]] = []
-    for p in directory.glob(f"*{SNAPSHOT_SUFFIX}"):
-        offset, _, epoch = p.name[: -len(SNAPSHOT_SUFFIX)].partition("-")
+    for name in fs.listdir(directory) if fs.isdir(directory) else ():
+        if not name.endswith(SNAPSHOT_SUFFIX):
+            continue
+        offset, _, epoch = name[: -len(SNAPSHOT_SUFFIX)].partition("-")
         if offset.isdigit() and epoch.isdigit():
-            found.append((OffsetAndEpoch(int(offset), int(epoch)), p))
+            found.append((OffsetAndEpoch(int(offset), int(epoch)), directory / name))
     if not found:
         return None
     sid, path = max(found)
-    return Snapshot(sid, path.read_bytes())
+    return Snapshot(sid, fs.read_bytes(path))
 
 
 class FileReplicatedLog:
-    def __init__(self, data_dir: Path, config: LogConfig | None = None) -> None:
+    def __init__(self, data_dir: Path, config: LogConfig | None = None,
+                 fs: FileSystem = OS_FS, wall_clock_ms: Callable[[], int] | None = None) -> None:
+        """fs and wall_clock_ms: the machine's, or the simulator's disk of this controller and
+        its virtual clock."""
         self.dir = Path(data_dir) / METADATA_DIR
+        self.fs = fs
         self.log = Log.open(self.dir, config or LogConfig(max_batch_bytes=8 * 1024 * 1024),
-                            recovery_point=0)
+                            recovery_point=0, fs=fs)
+        if wall_clock_ms is not None:
+            self.log.wall_clock_ms = wall_clock_ms
         self.log.flush()  # what survived recovery is on disk: count it as flushed
         self._snapshot = self._load_latest_snapshot()
         if self._snapshot is not None and self.log.log_start_offset != \
@@ -195,11 +206,11 @@ class FileReplicatedLog:
         self.log.truncate_fully_and_start_at(snapshot.snapshot_id.offset)
 
     def _write_snapshot(self, snapshot: Snapshot) -> None:
-        write_snapshot_file(self.dir, snapshot)
+        write_snapshot_file(self.dir, snapshot, self.fs)
         self._snapshot = snapshot
 
     def _load_latest_snapshot(self) -> Snapshot | None:
-        return read_latest_snapshot(self.dir)
+        return read_latest_snapshot(self.dir, self.fs)
 
     def _drop_prefix(self, start: int) -> None:
         """Move the log start to `start`, keeping the suffix (see the module docstring)."""
@@ -214,13 +225,14 @@ class FileReplicatedLog:
 
 
 class FileQuorumStateStore:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, fs: FileSystem = OS_FS) -> None:
         self.path = Path(data_dir) / "quorum-state"
-        Path(data_dir).mkdir(parents=True, exist_ok=True)
+        self.fs = fs
+        fs.mkdirs(Path(data_dir))
 
     def read(self) -> ElectionState | None:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(self.fs.read_bytes(self.path).decode("utf-8"))
         except FileNotFoundError:
             return None
         leader, voted = data.get("leaderId", -1), data.get("votedId", -1)
@@ -233,4 +245,4 @@ class FileQuorumStateStore:
             "leaderId": -1 if state.leader_id is None else state.leader_id,
             "votedId": -1 if state.voted_id is None else state.voted_id,
             "data_version": 0,
-        }))
+        }), self.fs)

@@ -1,11 +1,11 @@
-"""SimCluster: brokers, one controller and the clients' host on one simulated network.
+"""SimCluster: brokers, the controller quorum and the clients' host on one simulated network.
 
 The fault primitives the plan actions map onto (harness/sim/nemesis.py), by node name
 ("broker-N", "controller-1", "client"):
 - cut(a, b) / heal(): both directions of a link, or every network fault;
 - latency(src, dst, ms, jitter): one direction;
-- kill(node, lose_unsynced): SIGKILL; with lose_unsynced also a power loss of its disk (every
-  write not fsynced is gone: storage/fs.py's MemoryFileSystem); stop(node): SIGTERM (a
+- kill(node, lose_unsynced): SIGKILL; with lose_unsynced also a power loss of a broker's disk
+  (every write not fsynced is gone: storage/fs.py's MemoryFileSystem); stop(node): SIGTERM (a
   broker's controlled shutdown, then its clean shutdown); start(node);
 - pause(node) / resume(node): SIGSTOP / SIGCONT;
 - disk_sync(node): the kernel writing a broker's dirty pages out.
@@ -106,6 +106,8 @@ class SimCluster:
         b = self.broker(name)
         self.net.reset_node(name)
         if b is None:
+            # A controller's page cache survives (lose_unsynced or not), as in containers,
+            # where only brokers sit on the disk-fault layer (harness/cluster/cluster.py).
             self.controllers[name].kill()
             return 0
         b.kill()

@@ -9,10 +9,12 @@ over the simulated network one way each (a response is its own message), so cuts
 kills and pauses of controllers act on them like on any other link.
 
 Contract:
-- Durability: the election state is written through (MemoryQuorumStateStore, Kafka's
-  quorum-state file is fsynced); the Raft log is a MemoryReplicatedLog whose unflushed tail a
-  kill loses (the client flushes before it counts or reports a position). A restart opens a
-  new client and controller on the same log and store, and replays the committed log.
+- Durability: the production FileReplicatedLog and FileQuorumStateStore, on this voter's own
+  simulated disk (storage/fs.py's MemoryFileSystem, which outlives its processes). A kill is
+  SIGKILL: the page cache survives, as in containers, where controllers do not sit on the
+  disk-fault layer (only brokers do); `power_loss()` is there for a test that wants more. A
+  restart opens the log and the election state from that disk (recovery, as
+  `highwater controller` does), a new client and controller, and replays the committed log.
 - A broker request that writes is answered only when its records are committed
   (PendingResponse), NOT_CONTROLLER if leadership was lost first; a standby answers
   NOT_CONTROLLER at once (the broker then tries the next voter). Metadata fetches are served
@@ -27,6 +29,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from broker_app.controller.config import ControllerConfig
@@ -34,8 +37,10 @@ from broker_app.controller.controller_apis import ControllerApis, DelayedMetadat
 from broker_app.controller.quorum_controller import QuorumController
 from broker_app.controller.raft_controller import RaftQuorumController
 from broker_app.protocol.codec import Request
-from broker_app.raft import KafkaRaftClient, MemoryQuorumStateStore, MemoryReplicatedLog, RaftConfig
+from broker_app.raft import KafkaRaftClient, RaftConfig
+from broker_app.raft.file_log import FileQuorumStateStore, FileReplicatedLog
 from broker_app.raft.messages import Envelope
+from broker_app.storage.fs import MemoryFileSystem
 
 from .events import EventLoop, Process, Timer
 from .network import Network
@@ -106,8 +111,9 @@ class SimQuorumController:
             election_timeout_ms=election_timeout_ms, fetch_timeout_ms=fetch_timeout_ms,
             raft_vote_log_check=config.raft_vote_log_check, pre_vote=config.pre_vote)
         self.process = Process(loop, self.name)
-        self.raft_log = MemoryReplicatedLog()
-        self.store = MemoryQuorumStateStore()
+        self.fs = MemoryFileSystem()  # the controller's disk: outlives its processes
+        self.data_dir = Path("/sim") / self.name / "data"
+        self.raft_log: FileReplicatedLog | None = None
         self.applied: list[tuple[int, bytes]] = []
         self.raft: RaftQuorumController | None = None
         self.apis: ControllerApis | None = None
@@ -132,7 +138,9 @@ class SimQuorumController:
         self.process.start()
         self._incarnation += 1
         seed = self.loop.rng.getrandbits(64)
-        client = KafkaRaftClient(self.raft_config, self.raft_log, self.store,
+        self.raft_log = FileReplicatedLog(self.data_dir, fs=self.fs, wall_clock_ms=self.loop.clock)
+        client = KafkaRaftClient(self.raft_config, self.raft_log,
+                                 FileQuorumStateStore(self.data_dir, self.fs),
                                  random.Random(seed), self.loop.now_ms)
         self.raft = RaftQuorumController(self.config, client, self._new_topic_id)
         self.raft.commit_listener = self.applied.extend
@@ -144,9 +152,8 @@ class SimQuorumController:
         self._drive(self.raft.poll(self.loop.now_ms))
 
     def kill(self) -> None:
-        """SIGKILL: the unflushed Raft tail is lost; the election state is durable."""
+        """SIGKILL: the process is gone; its disk keeps everything written (page cache)."""
         self.process.kill()
-        self.raft_log.lose_unflushed()
         self.raft = self.apis = None
         self._parked.clear()
         self._timer = None

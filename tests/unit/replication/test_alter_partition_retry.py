@@ -1,7 +1,7 @@
 """A lost AlterPartition is retried after a backoff and the ISR change commits (issue 11).
 
 Exact interleaving, no sockets: the leader is a real ReplicaManager (memory logs, hand-moved
-clock), the controller a real QuorumController behind ControllerApis; requests are the kio
+clock), the controller a lone one (a one-voter quorum) behind ControllerApis; requests are the kio
 entities ClusterLink sends. The test is the network: it drops the first AlterPartition.
 Before the AlterPartitionManager, the dropped proposal stayed pending for good and the ISR
 never shrank (the leader could not propose again while one was in flight).
@@ -12,14 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker_app.controller.config import ControllerConfig
-from broker_app.controller.controller_apis import ControllerApis
-from broker_app.controller.messages import (
-    CreateTopicsRequest,
-    HeartbeatRequest,
-    NewTopic,
-    RegisterBrokerRequest,
-)
-from broker_app.controller.quorum_controller import QuorumController
+from broker_app.controller.messages import CreateTopicsRequest, NewTopic
 from broker_app.protocol.codec import Request
 from broker_app.replication.alter_partition_manager import (
     AlterPartitionManager,
@@ -31,7 +24,7 @@ from broker_app.replication.messages import AlterPartitionRequest, AlterPartitio
 from broker_app.replication.replica_manager import ReplicaManager
 from broker_app.storage.fs import MemoryFileSystem
 from broker_app.storage.log_manager import LogManager
-from tests.unit.controller.one_voter import MemoryMetadataLog
+from tests.unit.controller.one_voter import OneVoter
 
 LAG_MS = 1_000
 BACKOFF_MS = 100
@@ -45,21 +38,16 @@ class Clock:
         return self.now
 
 
-def _controller() -> tuple[QuorumController, ControllerApis, dict[int, int]]:
-    log = MemoryMetadataLog()
-    controller = QuorumController(ControllerConfig(session_timeout_ms=60_000), log)
-    apis = ControllerApis(controller, log, ("127.0.0.1", 9000))
-    epochs = {}
-    for b in (1, 2):
-        resp, _ = controller.register_broker(RegisterBrokerRequest(b, f"inc-{b}", "h", b), 0)
-        epochs[b] = resp.broker_epoch
-    for b in (1, 2):
-        controller.heartbeat(HeartbeatRequest(b, epochs[b], controller.image.offset), 0)
-    controller.create_topics(CreateTopicsRequest([NewTopic("t", 1, 2)]), 0)
-    return controller, apis, epochs
+def _controller() -> tuple[OneVoter, OneVoter, dict[int, int]]:
+    voter = OneVoter(ControllerConfig(session_timeout_ms=60_000))
+    voter.start_brokers(1, 2)
+    epochs = {b: voter.image.brokers[b].epoch for b in (1, 2)}
+    voter.raft.create_topics(CreateTopicsRequest([NewTopic("t", 1, 2)]), 0)
+    voter.commit()
+    return voter, voter, epochs
 
 
-def _send(apis: ControllerApis, rm: ReplicaManager, req: AlterPartitionRequest, epoch: int,
+def _send(apis: OneVoter, rm: ReplicaManager, req: AlterPartitionRequest, epoch: int,
           now: int) -> None:  # fmt: skip
     body = build_alter_partition(req, epoch, rm.topic_ids["t"])
     resp = apis.handle(Request(body.__api_key__, body.__version__, 1, "b1", body), now)

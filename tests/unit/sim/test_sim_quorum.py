@@ -42,3 +42,31 @@ def test_a_three_controller_quorum_survives_losing_its_active_controller(tmp_pat
     assert r.results["verdict"] == "as-expected", r.results["anomalies"]
     md = r.results["metadata-divergence"]
     assert md["count"] == 0 and md["unknown"] == [], md
+
+
+def test_a_lone_voter_restarts_from_its_simulated_disk_and_a_power_loss_takes_its_page_cache():
+    """A lone controller is a one-voter quorum on the production FileReplicatedLog, on its
+    own simulated disk: a kill (SIGKILL) keeps the page cache, so the restarted voter has
+    every topic; a power loss keeps only what Raft flushed, which is every committed record
+    (one voter commits what it has flushed)."""
+    from tests.unit.sim.plans import SMALL, started_cluster
+
+    cluster = started_cluster(SMALL, 7)  # SimCluster with its default, one controller
+    ctl = cluster.controllers["controller-1"]
+    assert len(cluster.controllers) == 1 and ctl.raft is not None
+    files = ctl.fs.listdir(ctl.data_dir / "__cluster_metadata-0")
+    assert any(f.endswith(".log") for f in files) and ctl.fs.exists(ctl.data_dir / "quorum-state")
+    epoch, end = ctl.raft.client.epoch, ctl.raft.metadata_log.end_offset
+    cluster.kill("controller-1")
+    cluster.start_node("controller-1")
+    cluster.loop.run_until(cluster.loop.now_ms + 1_000)
+    assert ctl.raft.client.epoch == epoch + 1  # it stood again at once and leads alone
+    assert ctl.raft.metadata_log.end_offset > end  # its old log, plus its new LeaderChange
+    assert "t" in ctl.raft.committed_image.topics
+    committed = ctl.raft.committed_offset
+    cluster.kill("controller-1")
+    ctl.fs.power_loss()
+    cluster.start_node("controller-1")
+    cluster.loop.run_until(cluster.loop.now_ms + 1_000)
+    assert "t" in ctl.raft.committed_image.topics
+    assert ctl.raft.committed_offset >= committed
