@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 
 from broker_app.environment import monotonic_ms, new_rng
 from broker_app.protocol.apis import VersionRange
@@ -29,6 +30,15 @@ from .raft_manager import RAFT_APIS, RAFT_FETCH_VERSION, RaftManager
 from .server import ControllerServer, QuorumEdge
 
 log = logging.getLogger("broker_app.controller")
+FATAL_EXIT_CODE = 1  # Kafka's ProcessTerminatingFaultHandler halts with status 1
+
+
+def halt(reason: str) -> None:
+    """A fatal Raft error (RaftManager.on_fatal): stop at once, as Kafka's fatal fault handler
+    halts the JVM (Exit.halt: no shutdown hooks, nothing flushed that was not)."""
+    log.critical("halting the controller: %s", reason)
+    logging.shutdown()
+    os._exit(FATAL_EXIT_CODE)
 
 
 async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> None:
@@ -54,7 +64,7 @@ async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> No
             if server is not None:
                 server.wake_parked_fetches()
 
-        manager = RaftManager(raft, voters, config.cluster_id, on_commit)
+        manager = RaftManager(raft, voters, config.cluster_id, on_commit, on_fatal=halt)
         raft.on_write = manager.wakeup  # appended records: flush and replicate them now
         apis = {**CONTROLLER_APIS, **RAFT_APIS,
                 ControllerApiKey.FETCH: VersionRange(4, RAFT_FETCH_VERSION)}

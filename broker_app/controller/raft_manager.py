@@ -16,6 +16,11 @@ its KafkaNetworkChannel), behind `--controller-quorum-voters`.
   here from the latest snapshot (`_observer_snapshot`).
 - Every time the high watermark may have moved, `on_commit` is called (the server wakes the
   brokers' parked metadata fetches).
+- A fatal error (RaftFatalError from the client anywhere, or any error of a poll: Kafka's raft
+  IO thread hands every error to its fatal fault handler, which halts the process) calls
+  `on_fatal(reason)` once and stops driving; quorum_main halts the process with status 1.
+  An inbound request the client refuses otherwise (ValueError, TypeError: a malformed or
+  misrouted message) only closes that connection.
 
 Not done: TLS/SASL, a separate CONTROLLER listener (voters use the Kafka listener), backoff
 per peer beyond Raft's own timers, dynamic voters (KIP-853).
@@ -32,6 +37,7 @@ from broker_app.aio import cancel_and_wait
 from broker_app.environment import monotonic_ms
 from broker_app.protocol.apis import VersionRange
 from broker_app.protocol.codec import Request
+from broker_app.raft import RaftFatalError
 from broker_app.raft.kio_codec import from_kio, to_kio
 from broker_app.raft.messages import (
     Envelope,
@@ -49,7 +55,6 @@ log = logging.getLogger(__name__)
 
 VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, FETCH_SNAPSHOT, FETCH = 52, 53, 54, 59, 1
 RAFT_FETCH_VERSION = 18
-POLL_ERROR_BACKOFF_S = 0.1
 SHUTDOWN_TIMEOUT_MS = 5000  # Kafka: KafkaRaftClientDriver shuts its client down with 5000 ms
 SHUTDOWN_POLL_S = 0.02
 # The API table a quorum controller listens with (CONTROLLER_APIS plus these); Fetch 13-17
@@ -77,11 +82,14 @@ def _sender_id(body: Message) -> int:
 
 class RaftManager:
     def __init__(self, raft: RaftQuorumController, voters: dict[int, tuple[str, int]],
-                 cluster_id: str, on_commit: Callable[[], None]) -> None:
+                 cluster_id: str, on_commit: Callable[[], None],
+                 on_fatal: Callable[[str], None] = lambda _reason: None) -> None:
         self.raft = raft
         self.voters = voters
         self.cluster_id = cluster_id
         self.on_commit = on_commit
+        self.on_fatal = on_fatal
+        self.failed: str | None = None  # the fatal error's reason, once there was one
         cfg = raft.client.config
         self._timeout_ms = cfg.request_timeout_ms + cfg.fetch_max_wait_ms
         self._clients: dict[tuple[int, bool], KafkaClient] = {}
@@ -121,12 +129,12 @@ class RaftManager:
 
     # -- driver -----------------------------------------------------------------------------
     async def _drive(self) -> None:
-        while True:
+        while self.failed is None:
             try:
                 self._dispatch(self.raft.poll(monotonic_ms()))
-            except Exception:  # a bug here must not silently stop the quorum
-                log.exception("raft poll failed")
-                await asyncio.sleep(POLL_ERROR_BACKOFF_S)  # nor spin on a deadline in the past
+            except Exception as e:
+                self._fatal("poll", e)
+                return
             self._after()
             delay = max(0, self.raft.deadline_ms() - monotonic_ms()) / 1000
             self._wake.clear()
@@ -169,12 +177,25 @@ class RaftManager:
             log.debug("raft %s to %d failed: %s", type(env.body).__name__, env.dst, e)
             return
         reply = Envelope(env.dst, env.src, env.correlation_id, body)
+        if self.failed is not None:
+            return
         try:
             self._dispatch(self.raft.handle(reply, monotonic_ms()))
+        except RaftFatalError as e:
+            self._fatal(f"handling {type(body).__name__} from {env.dst}", e)
+            return
         except Exception:
             log.exception("raft: handling %s from %d failed", type(body).__name__, env.dst)
         self._after()
         self.wakeup()
+
+    def _fatal(self, what: str, error: Exception) -> None:
+        if self.failed is not None:
+            return
+        self.failed = f"raft {what}: {type(error).__name__}: {error}"
+        log.critical("fatal error in the raft IO thread (%s); the controller halts",
+                     self.failed, exc_info=error)
+        self.on_fatal(self.failed)
 
     # -- inbound ----------------------------------------------------------------------------
     def _observer_snapshot(self, req: FetchSnapshotRequest) -> FetchSnapshotResponse:
@@ -196,13 +217,19 @@ class RaftManager:
             return to_kio(self._observer_snapshot(body))
         if src not in self.voters and not isinstance(body, FetchRequest):
             raise ValueError(f"{type(body).__name__} from {src}, not a voter")
+        if self.failed is not None:
+            raise ValueError(f"raft stopped after a fatal error ({self.failed})")
         self._next_inbound += 1
         corr = self._next_inbound
         fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._inbound[corr] = fut
         try:
-            self._dispatch(self.raft.handle(
-                Envelope(src, self.raft.config.node_id, corr, body), monotonic_ms()))
+            try:
+                self._dispatch(self.raft.handle(
+                    Envelope(src, self.raft.config.node_id, corr, body), monotonic_ms()))
+            except RaftFatalError as e:
+                self._fatal(f"handling {type(body).__name__} from {src}", e)
+                raise
             self._after()
             self.wakeup()
             answer = await asyncio.wait_for(fut, self._timeout_ms / 1000)

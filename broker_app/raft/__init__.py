@@ -20,7 +20,7 @@ payload: the records that rebuild the image).
 from .config import RaftConfig, parse_quorum_voters
 from .log import Batch, MemoryReplicatedLog, OffsetAndEpoch, ReplicatedLog, Snapshot
 from .quorum_state import ElectionState, MemoryQuorumStateStore, QuorumStateStore
-from .raft_client import KafkaRaftClient, NotLeaderError
+from .raft_client import KafkaRaftClient, NotLeaderError, RaftFatalError
 
 __all__ = [
     "Batch",
@@ -29,6 +29,7 @@ __all__ = [
     "MemoryQuorumStateStore",
     "MemoryReplicatedLog",
     "NotLeaderError",
+    "RaftFatalError",
     "OffsetAndEpoch",
     "QuorumStateStore",
     "RaftConfig",

@@ -85,6 +85,13 @@ class NotLeaderError(Exception):
     """append() on a voter that is not the leader (Kafka: NotLeaderException)."""
 
 
+class RaftFatalError(RuntimeError):
+    """The quorum's safety is at stake (two leaders in one epoch, a truncation below the high
+    watermark): the process must stop. Kafka's KafkaRaftClientDriver hands any error of the
+    raft IO thread to its fatal fault handler, which halts the process (exit status 1);
+    both runtimes' edges do the same (controller/raft_manager.py, sim/quorum.py)."""
+
+
 def end_epoch_election_backoff_ms(successors: Sequence[int], node_id: int,
                                   backoff_max_ms: int) -> int:
     """How long a follower told EndQuorumEpoch waits before standing (Kafka's
@@ -375,8 +382,8 @@ class KafkaRaftClient:
             if isinstance(s, ProspectiveState) and s.leader_id == leader_id:
                 return False  # the leader we gave up on: others naming it changes nothing
             if isinstance(s, LeaderState | ResignedState) or isinstance(s, FollowerState):
-                raise RuntimeError(f"node {me}: two leaders ({self.leader_id}, {leader_id}) "
-                                   f"in epoch {epoch}")
+                raise RaftFatalError(f"node {me}: two leaders ({self.leader_id}, {leader_id}) "
+                                     f"in epoch {epoch}")
             self.quorum.to_follower(epoch, leader_id, now_ms)
             return True
         return False
@@ -722,8 +729,8 @@ class KafkaRaftClient:
         if s.high_watermark is not None and target < s.high_watermark:
             # Never drop what we know is committed: that would be a Raft safety violation
             # (Kafka's KafkaMetadataLog refuses the same truncation).
-            raise RuntimeError(f"node {self.node_id}: truncation to {target} below the high "
-                               f"watermark {s.high_watermark}")
+            raise RaftFatalError(f"node {self.node_id}: truncation to {target} below the high "
+                                 f"watermark {s.high_watermark}")
         self.log.truncate_to(target)
 
     def _on_fetch_snapshot_response(self, env: Envelope, resp: FetchSnapshotResponse,

@@ -150,8 +150,10 @@ class SimCluster:
         self.process(name).resume()
 
     def unexpected_exits(self) -> list[str]:
-        """Every time a broker stopped itself (SimBroker.exits), in the order of brokers."""
-        return [line for _id, b in sorted(self.brokers.items()) for line in b.exits]
+        """Every time a process stopped itself: the controllers' halts (SimQuorumController
+        .exits), then the brokers' exits (SimBroker.exits), each in node order."""
+        return [*(line for c in self.controllers.values() for line in c.exits),
+                *(line for _id, b in sorted(self.brokers.items()) for line in b.exits)]
 
     def disk_sync(self, name: str) -> None:
         b = self.broker(name)

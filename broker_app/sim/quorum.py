@@ -19,6 +19,10 @@ Contract:
   (PendingResponse), NOT_CONTROLLER if leadership was lost first; a standby answers
   NOT_CONTROLLER at once (the broker then tries the next voter). Metadata fetches are served
   by every voter up to its high watermark and park at the end (ParkedMetadataFetches).
+- A RaftFatalError (two leaders in an epoch, a truncation below the high watermark) halts the
+  voter as Kafka's fatal fault handler halts the process (production: quorum_main.halt): it
+  is killed (its page cache kept) and the halt is recorded in `exits`, which the run check
+  `unexpected-exits` reports. Any other error propagates and aborts the simulation.
 - `applied` keeps every committed metadata record this voter's state machine applied, over
   all incarnations: what the end-of-run check compares across voters
   (harness/metadata_check.committed_log_divergence).
@@ -37,7 +41,7 @@ from broker_app.controller.controller_apis import ControllerApis, DelayedMetadat
 from broker_app.controller.quorum_controller import QuorumController
 from broker_app.controller.raft_controller import RaftQuorumController
 from broker_app.protocol.codec import Request
-from broker_app.raft import KafkaRaftClient, RaftConfig
+from broker_app.raft import KafkaRaftClient, RaftConfig, RaftFatalError
 from broker_app.raft.file_log import FileQuorumStateStore, FileReplicatedLog
 from broker_app.raft.messages import Envelope
 from broker_app.storage.fs import MemoryFileSystem
@@ -115,6 +119,8 @@ class SimQuorumController:
         self.data_dir = Path("/sim") / self.name / "data"
         self.raft_log: FileReplicatedLog | None = None
         self.applied: list[tuple[int, bytes]] = []
+        #: `unexpected-exits` (harness/checker/exits.py): every time this voter halted itself
+        self.exits: list[str] = []
         self.raft: RaftQuorumController | None = None
         self.apis: ControllerApis | None = None
         self._timer: Timer | None = None
@@ -149,7 +155,7 @@ class SimQuorumController:
         self._parked.clear()
         self._hw, self._timer = None, None
         self.process.every(self.tick_interval_ms, self._tick)
-        self._drive(self.raft.poll(self.loop.now_ms))
+        self._poll()
 
     def kill(self) -> None:
         """SIGKILL: the process is gone; its disk keeps everything written (page cache)."""
@@ -181,7 +187,18 @@ class SimQuorumController:
     def _poll(self) -> None:
         self._timer = None
         if self.raft is not None:
-            self._drive(self.raft.poll(self.loop.now_ms))
+            try:
+                out = self.raft.poll(self.loop.now_ms)
+            except RaftFatalError as e:
+                self.halt(str(e))
+                return
+            self._drive(out)
+
+    def halt(self, reason: str) -> None:
+        """A fatal Raft error: the process halts (SIGKILL's effect: its page cache survives)."""
+        self.exits.append(f"{self.name} halted at {self.loop.now_ms / 1000:.1f} s: {reason}")
+        self.net.reset_node(self.name)
+        self.kill()
 
     def _wake(self) -> None:
         """Records were appended (an operation wrote): flush and replicate them now."""
@@ -200,7 +217,12 @@ class SimQuorumController:
         if self.raft is None:
             return
         if isinstance(body, Envelope):
-            self._drive(self.raft.handle(body, self.loop.now_ms))
+            try:
+                out = self.raft.handle(body, self.loop.now_ms)
+            except RaftFatalError as e:
+                self.halt(str(e))
+                return
+            self._drive(out)
             return
         self._handle_request(src, body, reply)
 
