@@ -141,7 +141,7 @@ class RaftQuorumController:
         self.snapshots_loaded = 0
         # Told every committed batch of metadata records as they are applied, (offset, value)
         # in order (Kafka's RaftClient.Listener.handleCommit): what an end-of-run check
-        # compares across voters (harness/metadata_check.committed_log_divergence).
+        # compares across voters (harness/checker/metadata_check.committed_log_divergence).
         self.commit_listener: Callable[[tuple[tuple[int, bytes], ...]], None] | None = None
         # The edge's side of an operation (see the module docstring).
         self.on_write: Callable[[], None] = lambda: None

@@ -25,7 +25,7 @@ Contract:
   `unexpected-exits` reports. Any other error propagates and aborts the simulation.
 - `applied` keeps every committed metadata record this voter's state machine applied, over
   all incarnations: what the end-of-run check compares across voters
-  (harness/metadata_check.committed_log_divergence).
+  (harness/checker/metadata_check.committed_log_divergence).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 For each size: write a synthetic history (fast string writer, no per-op json.dumps) with a few
 injected lost writes, then check it with `check_runs` (the code path of `highwater check`) in a
 fresh process with Spark local[*], and with the plain single-threaded reference implementation
-(`harness.bench.reference_checker`) in another fresh process, one after the other. Reports, side
+(`harness.checker.reference`) in another fresh process, one after the other. Reports, side
 by side, wall time (Spark's including JVM and session start), ops/s, peak RSS of each process
 tree (Python driver + JVM), the ratio reference / Spark, whether both found the same anomaly
 tables, the checker's phase timings and the slowest Spark stages from Spark's event log.
@@ -251,7 +251,7 @@ def _check_one(run_dir: str, driver_memory: str, warm: bool = False) -> int:
 
 def _reference_one(run_dir: str) -> int:
     """Child process: the plain single-threaded reference on one history, result as JSON."""
-    from harness.bench.reference_checker import reference_check
+    from harness.checker.reference import reference_check
 
     t0 = time.perf_counter()
     tables = reference_check(Path(run_dir) / "history.jsonl")

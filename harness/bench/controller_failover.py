@@ -13,7 +13,7 @@ the harness (history.jsonl) running the whole time. Then --kills times:
    the acks=all sends acknowledged between the kill and that moment (the partition leaders
    kept serving);
 3. --down-s later start it again (it rejoins as a follower), then wait (bounded) until every
-   broker's and controller's metadata image agrees (harness.metadata_check): `metadata
+   broker's and controller's metadata image agrees (harness.checker.metadata_check): `metadata
    divergence` is the number of nodes still differing after METADATA_WAIT_S.
 
 With --fault partition step 2 cuts the active controller from the other voters instead (both
@@ -24,7 +24,7 @@ commit without a majority); then the links heal and it rejoins.
 
 At the end the producers stop, the cluster settles and everything is read back with the
 harness's drain; with --out the controllers' collected metadata logs are compared record by
-record below the committed offset (harness.metadata_log_check); `lost` = values acknowledged
+record below the committed offset (harness.checker.metadata_log_check); `lost` = values acknowledged
 that no final read returned, attributed to the
 kill whose window (from its kill to the next one) they were sent in. Figures are printed and
 written with --json, never asserted. The failover figure is compared with the quorum's timers:
@@ -133,7 +133,7 @@ class Result:
     drained: bool = False
     drain_failed: dict[str, str] = field(default_factory=dict)
     final_metadata_divergence: int | None = None
-    committed_log: dict[str, Any] | None = None  # with --out: harness.metadata_log_check
+    committed_log: dict[str, Any] | None = None  # with --out: harness.checker.metadata_log_check
     error: str | None = None
 
 
@@ -216,7 +216,7 @@ def _kill_once(cluster: Any, history: Any, args: argparse.Namespace, n: int) -> 
 
 
 def _agree(cluster: Any, k: Kill) -> None:
-    from harness.metadata_check import wait_for_agreement
+    from harness.checker.metadata_check import wait_for_agreement
 
     metadata = wait_for_agreement(lambda: cluster.admin_endpoints(refresh=True), METADATA_WAIT_S)
     k.metadata_divergence = metadata["count"]
@@ -297,10 +297,10 @@ def attribute(history_path: Path, kills: list[Kill]) -> tuple[int, int, list[int
 
 
 def _run(args: argparse.Namespace, out_dir: Path) -> Result:
+    from harness.checker.metadata_check import wait_for_agreement
+    from harness.checker.metadata_log_check import check_collected, wait_for_caught_up
     from harness.client import ProcessIds, drain
     from harness.cluster.cluster import new_run_id
-    from harness.metadata_check import wait_for_agreement
-    from harness.metadata_log_check import check_collected, wait_for_caught_up
     from harness.plan.model import ClusterSpec, TopicSpec
     from harness.run.main import create_topics
     from harness.run.observed import ObservedCluster

@@ -8,13 +8,13 @@ every run; `expectations` (already-built Expectation objects: what `highwater ru
 its in-memory Plan, so the plan is not written out and parsed back) likewise; otherwise a run's
 `plan.yaml` `expected` key is used (see `plan_expected`: `highwater check` on a stored run).
 The metadata check's result, which `highwater run` stores in run.json (`metadata_divergence`,
-harness.metadata_check), is carried into results.json as `metadata-divergence` (its own name,
+metadata_check.py), is carried into results.json as `metadata-divergence` (its own name,
 HISTORY.md) and judged in the run's verdict (`RunResult.verdict`, expectations.run_verdict), not
 in results.json's `verdict`, which stays the history's; re-checking a stored run keeps it.
-Likewise `controller-commit-while-cut` (harness.quorum_check.controller_cut_check, computed here
+Likewise `controller-commit-while-cut` (quorum_check.controller_cut_check, computed here
 from the run's quorum.jsonl and its history's nemesis ops, when it has both), the liveness check
 `unconverged-replicas` (run.json `unconverged_replicas`, harness.checker.convergence) and
-`diverged-offsets` (harness.replica_logs.run_divergence, computed here from the run's
+`diverged-offsets` (harness.checker.replica_logs.run_divergence, computed here from the run's
 collected data dirs, when it has them).
 A history is read from its Parquet sidecar (harness.checker.sidecar: built beside it on the
 first check, while the Spark session starts, and used only while it matches the jsonl's size
@@ -57,8 +57,8 @@ from harness.checker.history import (
     history_schema,
     validate_history,
 )
-from harness.quorum_check import controller_cut_check
-from harness.replica_logs import run_divergence
+from harness.checker.quorum_check import controller_cut_check
+from harness.checker.replica_logs import run_divergence
 from harness.store.files import StoreError
 from harness.store.history import HISTORY_FILE
 from harness.store.meta import read_meta

@@ -36,7 +36,7 @@ def _summary(results: dict) -> str:
     info = results["anomalies"]["unseen-info"]["count"]
     if info:
         found.append(f"(unseen-info={info})")
-    metadata = results.get("metadata-divergence")  # from run.json: harness.metadata_check
+    metadata = results.get("metadata-divergence")  # from run.json: harness.checker.metadata_check
     if metadata and metadata.get("count"):
         found.append(f"metadata-divergence={metadata['count']}")
     return ", ".join(found) or "no anomalies"

@@ -14,10 +14,10 @@ Contract:
   "as-expected" when every anomaly expectation holds on the counts (with none, exactly when
   the history is valid), every lost-by-acks expectation given holds, and every run check holds;
   else "unexpected", with `misses` saying what did not hold. The run checks (RUN_CHECKS):
-  `metadata-divergence` (harness.metadata_check), `controller-commit-while-cut`
-  (harness.quorum_check: commits by a controller cut from every other voter), the liveness
+  `metadata-divergence` (harness.checker.metadata_check), `controller-commit-while-cut`
+  (harness.checker.quorum_check: commits by a controller cut from every other voter), the liveness
   check `unconverged-replicas` (harness.checker.convergence), `diverged-offsets` (offsets two
-  replicas hold with different values on disk, harness.replica_logs), `unexpected-exits`
+  replicas hold with different values on disk, harness.checker.replica_logs), `unexpected-exits`
   (processes that ended without the nemesis ending them, harness.checker.exits) and, on the
   simulator only, `invariant-violations` (broker_app.sim.invariants: checked after every
   event). Each is judged when it ran (`run_checks` maps a check's name to its count, None or
@@ -51,7 +51,7 @@ UNEXPECTED_EXITS = "unexpected-exits"
 # Checks of a run beside its history, each under its own name in results.json (HISTORY.md,
 # "Extending the format"): docs/metadata-divergence.md, docs/controller-cut.md,
 # docs/liveness.md (unconverged-replicas: harness.checker.convergence; invariant-violations:
-# the simulator's, broker_app.sim.invariants), diverged-offsets (harness.replica_logs),
+# the simulator's, broker_app.sim.invariants), diverged-offsets (harness.checker.replica_logs),
 # unexpected-exits (harness.checker.exits).
 RUN_CHECKS = (METADATA_DIVERGENCE, CONTROLLER_COMMIT_WHILE_CUT, UNCONVERGED_REPLICAS,
               DIVERGED_OFFSETS, INVARIANT_VIOLATIONS, UNEXPECTED_EXITS)

@@ -26,7 +26,7 @@ from harness.checker.expectations import (
     run_verdict,
 )
 from harness.checker.history import ANOMALIES, INFORMATIONAL
-from harness.replica_logs import diverged_offsets, partitions, replica_logs
+from harness.checker.replica_logs import diverged_offsets, partitions, replica_logs
 from harness.report.data import (
     NS,
     FaultWindow,
@@ -166,7 +166,7 @@ def _anomalies(data: RunData) -> str:
             f"<td>{by_p}</td><td>{' '.join(examples)}</td></tr>"
         )
     md = r.get("metadata-divergence")
-    if isinstance(md, dict):  # harness.metadata_check: nodes whose metadata image differs
+    if isinstance(md, dict):  # harness.checker.metadata_check: nodes whose metadata image differs
         count = md.get("count", 0)
         by_p = ", ".join(f"{_e(p)}: {_e(n)}" for p, n in (md.get("by_partition") or {}).items())
         nodes = " ".join(f"[{_e(ex[0])} at {_e(ex[1])}]" for ex in md.get("examples") or []

@@ -15,7 +15,8 @@ Contract:
   partition to converge (a live leader, a full ISR, every replica caught up:
   harness.checker.convergence; run.json `unconverged_replicas`, results.json's run check
   `unconverged-replicas`), drain (final reads), compare every node's metadata
-  image (harness.metadata_check, bounded wait for agreement; run.json `metadata_divergence`),
+  image (harness.checker.metadata_check, bounded wait for agreement; run.json
+  `metadata_divergence`),
   Cluster down (which collects logs/ and data/), then check_runs (PySpark) -> results.json
   (plus the run checks: `metadata-divergence` and `unconverged-replicas` from run.json,
   `diverged-offsets` from the collected data dirs; each fails the run unless the plan's
@@ -188,9 +189,9 @@ class Runner:
     def _carry_out(self) -> None:
         from harness.checker.convergence import ConvergenceWatch
         from harness.checker.exits import exits_result
+        from harness.checker.metadata_check import wait_for_agreement, with_log_check
+        from harness.checker.metadata_log_check import check_collected, wait_for_caught_up
         from harness.client import LIBRDKAFKA_LOG, ProcessIds, drain
-        from harness.metadata_check import wait_for_agreement, with_log_check
-        from harness.metadata_log_check import check_collected, wait_for_caught_up
         from harness.nemesis import Nemesis
         from harness.plan.flags import process_flags
         from harness.run.observed import ObservedCluster

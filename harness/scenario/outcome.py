@@ -8,7 +8,7 @@ anomaly counts and `expected` (the mode's `expected` became the plan's) together
 (no results) never counts as reproduced. `story(run_dir)` renders the fault timeline and the
 lost / divergent messages with their offsets from history.jsonl, results.json and run.json.
 A mode's `diverged_offsets` is its `diverged-offsets` expectation, judged on the replicas' own
-logs (harness.replica_logs, results.json's run check; computed here for a run stored before
+logs (harness.checker.replica_logs, results.json's run check; computed here for a run stored before
 results.json carried it): the divergence of L2, visible on disk when no client reads both.
 """
 
@@ -25,8 +25,8 @@ from harness.checker.expectations import (
     run_check_counts,
 )
 from harness.checker.expectations import judge as judge_run
+from harness.checker.replica_logs import diverged_offsets, replica_logs, run_divergence
 from harness.plan.model import ModeSpec
-from harness.replica_logs import diverged_offsets, replica_logs, run_divergence
 from harness.store.history import HISTORY_FILE, read_history
 from harness.store.meta import read_meta
 from harness.store.results import read_results

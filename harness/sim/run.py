@@ -8,7 +8,7 @@ everything is healed and started again, the run waits (settle.timeout_s at most)
 partition to converge (harness.checker.convergence: a live leader, a full ISR, every replica
 caught up; the run check `unconverged-replicas`), and a fresh consumer drains every partition
 (drain.timeout_s at most) with final reads. The history is written by HistoryWriter on the
-virtual clock; it is checked by the reference checker (harness/bench/reference_checker.py,
+virtual clock; it is checked by the reference checker (harness/checker/reference.py,
 HISTORY.md's definitions, differential-tested against the Spark checker); results.json carries
 the run checks as a container run's does (`unconverged-replicas`, `diverged-offsets`: in-sync
 replicas' disks compared after the settle, `metadata-divergence` and
@@ -32,7 +32,6 @@ from broker_app.controller.messages import NewTopic
 from broker_app.sim.cluster import SimCluster
 from broker_app.sim.invariants import InvariantChecker
 from broker_app.sim.quorum import CONTROLLER_ID_BASE
-from harness.bench.reference_checker import reference_check
 from harness.checker.convergence import ConvergenceWatch
 from harness.checker.exits import exits_result
 from harness.checker.expectations import (
@@ -48,10 +47,11 @@ from harness.checker.expectations import (
     verdict,
 )
 from harness.checker.history import INFORMATIONAL
-from harness.metadata_check import committed_log_divergence, committed_records
+from harness.checker.metadata_check import committed_log_divergence, committed_records
+from harness.checker.quorum_check import controller_cut_check
+from harness.checker.reference import reference_check
+from harness.checker.replica_logs import divergence_check
 from harness.plan.model import Plan, Step
-from harness.quorum_check import controller_cut_check
-from harness.replica_logs import divergence_check
 from harness.sim.config import broker_configs, controller_config
 from harness.sim.nemesis import FiredStep, SimNemesis, cluster_state, controller_image
 from harness.sim.workload import ClientContext, Drainer, SimConsumer, SimProducer
@@ -261,11 +261,11 @@ class QuorumSampler:
 def replica_divergence(cluster: SimCluster) -> dict[str, dict[int, dict[str, str]]]:
     """Offsets where two ISR members of a partition (the controller's ISR, after the settle)
     hold different values, from the segment files on their simulated disks (what a container
-    run collects): harness/replica_logs.py's valid_batches and diverged_offsets. Followers
+    run collects): harness/checker/replica_logs.py's valid_batches and diverged_offsets. Followers
     copy the leader's batches byte for byte, so replicas whose batches agree (base offset ->
     CRC) are not decoded."""
     from broker_app.storage.topic_partition import TopicPartition
-    from harness.replica_logs import diverged_offsets, valid_batches, values
+    from harness.checker.replica_logs import diverged_offsets, valid_batches, values
 
     image = controller_image(cluster)
     if image is None:
@@ -305,7 +305,7 @@ def tune_gc() -> None:
 def quorum_metadata_check(cluster: SimCluster) -> dict[str, Any]:
     """The metadata-divergence result (results.json `metadata-divergence`, judged like a
     container run's) of a simulated controller quorum: every voter's applied committed records
-    over the run against the final committed logs (harness/metadata_check)."""
+    over the run against the final committed logs (harness/checker/metadata_check)."""
     applied, final = {}, {}
     for name, c in cluster.controllers.items():
         applied[name] = list(getattr(c, "applied", ()))

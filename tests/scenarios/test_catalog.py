@@ -157,7 +157,7 @@ def test_story_prints_timeline_and_lost_messages_with_offsets(tmp_path: Path) ->
 
 
 def test_diverged_offsets_compares_replicas_offset_by_offset() -> None:
-    from harness.replica_logs import diverged_offsets
+    from harness.checker.replica_logs import diverged_offsets
 
     logs = {"broker-1": {0: "a", 1: "b", 2: "c"}, "broker-2": {0: "a", 1: "x"},
             "broker-3": {0: "a"}}

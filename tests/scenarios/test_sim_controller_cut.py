@@ -2,7 +2,7 @@
 (and from broker 3) while broker 1 reaches only it. Beyond the mode's `expected` (judged for
 every scenario by test_sim_scenarios.py), what the scenario is about: the cut-off controller
 wrote a record (broker 2's AlterPartition) and never committed it (its Raft high watermark
-stayed put in its epoch, harness/quorum_check on the run's quorum.jsonl), another controller
+stayed put in its epoch, harness/checker/quorum_check on the run's quorum.jsonl), another controller
 became active at a higher epoch during the cut, and the partition led by broker 1 kept
 acknowledging acks=all writes through the cut."""
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness.checker.quorum_check import commits_while_cut
 from harness.plan.loader import load_plan, mode_overrides
 from harness.plan.timing import steps_for
-from harness.quorum_check import commits_while_cut
 from harness.sim.run import simulate
 from harness.store.quorum import read_quorum
 

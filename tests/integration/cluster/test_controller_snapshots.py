@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.metadata_check import wait_for_agreement
+from harness.checker.metadata_check import wait_for_agreement
 
 from ..controller.conftest import ControllerProcess
 from .conftest import SESSION_MS, BrokerProcess
@@ -82,7 +82,7 @@ def test_snapshots_truncate_the_log_and_restarted_or_late_nodes_rebuild_the_imag
         create_topic(late.bootstrap, "after", partitions=2, rf=2)
         assert produce(late.bootstrap, "after", [b"w"])[0][0] is None
 
-        # The harness's end-of-run check (harness.metadata_check) on these real nodes.
+        # The harness's end-of-run check (harness.checker.metadata_check) on these real nodes.
         endpoints = {f"controller-{i}": f"127.0.0.1:{c.admin_port}"
                      for i, c in controllers.items()}
         endpoints.update({f"broker-{b.node_id}": f"127.0.0.1:{b.admin_port}"

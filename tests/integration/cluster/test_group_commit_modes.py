@@ -21,8 +21,8 @@ import pytest
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from harness.bench.reference_checker import reference_check
 from harness.checker.history import validate_history
+from harness.checker.reference import reference_check
 from harness.client import ProcessIds, drain
 from harness.group_client import GroupConsumerClient
 from harness.plan.model import ConsumerSpec

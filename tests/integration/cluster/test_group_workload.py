@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 from broker_app.coordinator.records import partition_for
-from harness.bench.reference_checker import reference_check
 from harness.checker.history import validate_history
+from harness.checker.reference import reference_check
 from harness.client import ProcessIds, drain
 from harness.plan.model import ConsumerSpec
 from harness.store import Store

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from harness.bench.checker import generate
-from harness.bench.reference_checker import reference_check
 from harness.checker.history import ANOMALIES
+from harness.checker.reference import reference_check
 from harness.store.history import HistoryWriter
 
 pytestmark = pytest.mark.spark

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.metadata_check import committed_log_divergence, committed_records
+from harness.checker.metadata_check import committed_log_divergence, committed_records
 from tests.unit.raft.controller_net import ControllerNet, create, setup_topic
 
 

@@ -11,7 +11,7 @@ Definition (`compare_logs(logs, committed)`):
 - For each offset o < committed, the reference record is the (epoch, bytes) most voters
   holding o agree on (ties: the highest epoch, then the smallest bytes: order-independent).
 - A voter whose log starts after o (a snapshot covers o, KIP-630) is not compared at o: the
-  snapshot's content is the image the digest check (harness.metadata_check) compares.
+  snapshot's content is the image the digest check (harness.checker.metadata_check) compares.
 - A voter whose log ends at or before o is `missing` o; one holding another record is
   `differs` at o. Each (voter, offset) counts once.
 Result: {"count", "committed", "by_voter": {node: {"missing", "differs"}}, "examples": up to

@@ -1,13 +1,14 @@
 """The controllers' committed metadata logs compared record by record
-(harness/metadata_log_check.py): real FileReplicatedLog directories, as collected after a run."""
+(harness/checker/metadata_log_check.py): real FileReplicatedLog directories, as collected
+after a run."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from broker_app.raft.file_log import FileReplicatedLog
-from harness.metadata_check import with_log_check
-from harness.metadata_log_check import (
+from harness.checker.metadata_check import with_log_check
+from harness.checker.metadata_log_check import (
     LogView,
     check_collected,
     committed_offsets,

@@ -1,5 +1,6 @@
-"""harness.metadata_check: which nodes' metadata images differ at the end of a run, from real
-/state-shaped answers built with MetadataImage (digest and to_json as the nodes serve them)."""
+"""harness.checker.metadata_check: which nodes' metadata images differ at the end of a run,
+from real /state-shaped answers built with MetadataImage (digest and to_json as the nodes
+serve them)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import uuid
 
 from broker_app.metadata import MetadataImage, PartitionChange, PartitionRecord, RegisterBroker
 from broker_app.metadata.records import TopicRecord
-from harness.metadata_check import metadata_divergence
+from harness.checker.metadata_check import metadata_divergence
 
 TID = str(uuid.UUID(int=7))
 

@@ -33,7 +33,7 @@ vote switch), or its final log differs from the reference's at an offset both ho
 the loss: after the truncation every voter agrees again, on a log without the record.
 
 `with_log_check(images, logs)` adds the controllers' committed-log comparison
-(harness/metadata_log_check.py) to this result: "committed_log" and its count in "count".
+(harness/checker/metadata_log_check.py) to this result: "committed_log" and its count in "count".
 
 `wait_for_agreement(endpoints, timeout_s)` polls the nodes (harness.state_poller.fetch_state)
 until every endpoint answers and nothing differs, or the timeout passes, and returns the last
@@ -163,7 +163,7 @@ def wait_for_agreement(endpoints: Callable[[], Mapping[str, str]], timeout_s: fl
 
 def with_log_check(images: Mapping[str, Any], logs: Mapping[str, Any]) -> dict[str, Any]:
     """The run's one `metadata-divergence` result: the image check's, with the controllers'
-    committed-log comparison (harness.metadata_log_check) under "committed_log" and its count
+    committed-log comparison (metadata_log_check.py) under "committed_log" and its count
     added to "count" (each differing node, and each committed record missing or different on
     a voter, counts once)."""
     return {**images, "count": int(images["count"]) + int(logs["count"]),

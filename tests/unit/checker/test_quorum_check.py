@@ -1,5 +1,5 @@
-"""harness/quorum_check.commits_while_cut: a cut-off controller's high watermark must not move
-in its epoch while it is cut; its log end may (what it wrote and could not commit)."""
+"""harness/checker/quorum_check.commits_while_cut: a cut-off controller's high watermark must
+not move in its epoch while it is cut; its log end may (what it wrote and could not commit)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.quorum_check import commits_while_cut
+from harness.checker.quorum_check import commits_while_cut
 from harness.store.quorum import QuorumSample, QuorumWriter, read_quorum
 
 S = 1_000_000_000
@@ -80,7 +80,7 @@ CONTAINER_CUT = {"step": "cut", "nodes": ["controller-1"],
 
 
 def test_cut_windows_are_steps_that_separate_a_voter_from_every_other_one() -> None:
-    from harness.quorum_check import cut_windows
+    from harness.checker.quorum_check import cut_windows
 
     ops = [
         nemesis(3, 10, "partition", "start", CONTAINER_CUT),
@@ -118,7 +118,7 @@ def _run(tmp_path: Path, samples: list[QuorumSample]) -> tuple[Path, Path]:
 
 
 def test_the_run_check_counts_moves_after_the_grace_only(tmp_path: Path) -> None:
-    from harness.quorum_check import controller_cut_check
+    from harness.checker.quorum_check import controller_cut_check
 
     # 10.4 s: a fetch in flight at the cut lands (within the 1 s grace): not a commit while
     # cut. 12 s and 13 s: the high watermark moves again in epoch 1: two commits while cut.
@@ -134,7 +134,7 @@ def test_the_run_check_counts_moves_after_the_grace_only(tmp_path: Path) -> None
 
 
 def test_the_run_check_is_absent_when_nothing_could_be_judged(tmp_path: Path) -> None:
-    from harness.quorum_check import controller_cut_check
+    from harness.checker.quorum_check import controller_cut_check
 
     # No sample of controller 1 before the cut (plus grace): nothing to compare with.
     late = [q(12.0, 1, 1, 1, 13, 14), q(9.0, 2, 1, 1, 11, 11), q(9.0, 3, 1, 1, 11, 11)]
