@@ -55,7 +55,7 @@ from .topic_admin_apis import (
 )
 
 if TYPE_CHECKING:
-    from .raft_controller import RaftQuorumController
+    from .raft_controller import PendingResponse, RaftQuorumController
 
 log = logging.getLogger(__name__)
 _REJECTS = RejectLog(log)  # rate-limited lines for rejected requests (issue 15)
@@ -103,6 +103,24 @@ class ControllerApis:
 
     def handle(self, request: Request, now_ms: int) -> Any:
         return self._handlers[request.api_key](request, now_ms)
+
+    def handle_pending(self, request: Request, now_ms: int) -> tuple[Any, PendingResponse | None]:
+        """`handle`, and the commit its answer must wait for (None: answer at once). Both
+        runtimes' edges call this; if the pending answer fails, they answer
+        `refused(request, now_ms)` instead."""
+        ctl = self.controller
+        ctl.last_pending = None
+        result = self.handle(request, now_ms)
+        pending, ctl.last_pending = ctl.last_pending, None
+        return result, pending
+
+    def refused(self, request: Request, now_ms: int) -> Any:
+        """The same request answered NOT_CONTROLLER (its commit failed: leadership lost)."""
+        self.controller.refuse = True
+        try:
+            return self.handle(request, now_ms)
+        finally:
+            self.controller.refuse = False
 
     @staticmethod
     def _respond(request: Request, data: dict[str, Any]) -> Any:

@@ -184,22 +184,13 @@ class ControllerServer:
         if request.api_key == FETCH and request.api_version > 12:
             raise ValueError(f"Fetch v{request.api_version}: only <= 12 and "
                              f"{RAFT_FETCH_VERSION} (Raft) here")
-        ctl = self.controller
-        ctl.last_pending = None
-        result = self.apis.handle(request, monotonic_ms())
-        pending, ctl.last_pending = ctl.last_pending, None
+        result, pending = self.apis.handle_pending(request, monotonic_ms())
         if pending is None:
             return result
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         pending.on_done(lambda _p: done.done() or done.set_result(None))
         await asyncio.wait_for(done, PENDING_ANSWER_TIMEOUT_S)
-        if pending.error is None:
-            return result
-        ctl.refuse = True  # the same request again, answered NOT_CONTROLLER
-        try:
-            return self.apis.handle(request, monotonic_ms())
-        finally:
-            ctl.refuse = False
+        return result if pending.error is None else self.apis.refused(request, monotonic_ms())
 
     def wake_parked_fetches(self) -> None:
         """The high watermark moved: parked metadata fetches look again."""

@@ -227,12 +227,10 @@ class SimQuorumController:
         self._handle_request(src, body, reply)
 
     def _handle_request(self, src: str, body: Any, reply: Callable[[Any], None]) -> None:
-        assert self.apis is not None and self.raft is not None
-        raft, apis = self.raft, self.apis
+        assert self.apis is not None
+        apis = self.apis
         request = Request(body.__api_key__, body.__version__, 0, src, body)
-        raft.last_pending = None
-        result = apis.handle(request, self.loop.now_ms)
-        pending, raft.last_pending = raft.last_pending, None
+        result, pending = apis.handle_pending(request, self.loop.now_ms)
         if isinstance(result, DelayedMetadataFetch):
             self._parked.park(result, reply)
             return
@@ -244,14 +242,7 @@ class SimQuorumController:
         def answered(p: Any) -> None:
             if incarnation != self._incarnation or not self.process.up:
                 return  # died before the commit: the broker's request times out
-            if p.error is None:
-                reply(result)
-                return
-            raft.refuse = True  # the same request again, answered NOT_CONTROLLER
-            try:
-                reply(apis.handle(request, self.loop.now_ms))
-            finally:
-                raft.refuse = False
+            reply(result if p.error is None else apis.refused(request, self.loop.now_ms))
 
         pending.on_done(answered)
 

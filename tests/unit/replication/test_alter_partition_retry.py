@@ -38,13 +38,13 @@ class Clock:
         return self.now
 
 
-def _controller() -> tuple[OneVoter, OneVoter, dict[int, int]]:
+def _controller() -> tuple[OneVoter, dict[int, int]]:
     voter = OneVoter(ControllerConfig(session_timeout_ms=60_000))
     voter.start_brokers(1, 2)
     epochs = {b: voter.image.brokers[b].epoch for b in (1, 2)}
     voter.raft.create_topics(CreateTopicsRequest([NewTopic("t", 1, 2)]), 0)
     voter.commit()
-    return voter, voter, epochs
+    return voter, epochs
 
 
 def _send(apis: OneVoter, rm: ReplicaManager, req: AlterPartitionRequest, epoch: int,
@@ -56,7 +56,7 @@ def _send(apis: OneVoter, rm: ReplicaManager, req: AlterPartitionRequest, epoch:
 
 
 def test_lost_alter_partition_is_retried_after_backoff_and_the_isr_commits() -> None:
-    controller, apis, epochs = _controller()
+    controller, epochs = _controller()
     reg = controller.image.partition("t", 0)
     leader = reg.leader
     follower = next(b for b in reg.replicas if b != leader)
@@ -85,7 +85,7 @@ def test_lost_alter_partition_is_retried_after_backoff_and_the_isr_commits() -> 
     [retry] = manager.poll(clock.now)
     assert retry == lost and manager.retries == 1
 
-    _send(apis, rm, retry, epochs[leader], clock.now)
+    _send(controller, rm, retry, epochs[leader], clock.now)
     p = rm.get_partition("t", 0)
     assert p.isr == frozenset({leader}) and p.pending_alter_partition is None
     assert controller.image.partition("t", 0).isr == (leader,)
