@@ -1,7 +1,7 @@
 """BrokerConfig: every setting of one broker process, with Kafka's names in the comments.
 
 Built from `highwater broker` arguments (server/main.py). Topic-level settings such as
-min.insync.replicas live with each topic (server/topic_store.py); the values here are the
+min.insync.replicas live with each topic in the metadata log; the values here are the
 broker-wide defaults a topic gets when it does not set them.
 """
 

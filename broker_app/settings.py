@@ -127,6 +127,8 @@ SETTINGS: tuple[Setting, ...] = (
     ("leader_imbalance_per_broker_percentage", "leader.imbalance.per.broker.percentage", int,
      "a broker's share of misplaced leaderships that triggers the move"),
     ("num_partitions", "num.partitions", int, "partitions of a CreateTopics with -1"),
+    ("max_partitions_per_create_request", "", int,
+     "partitions one CreateTopics may create (Kafka has quotas instead, KIP-599)"),
     ("default_replication_factor", "default.replication.factor", int,
      "replicas of a CreateTopics with -1"),
     ("snapshot_max_new_record_bytes", "metadata.log.max.record.bytes.between.snapshots", int,

@@ -44,6 +44,9 @@ class ControllerConfig:
     leader_imbalance_check_interval_ms: int = 300_000  # leader.imbalance.check.interval.seconds
     leader_imbalance_per_broker_percentage: int = 10  # leader.imbalance.per.broker.percentage
     num_partitions: int = 1  # num.partitions (CreateTopics with -1)
+    # Partitions one CreateTopics may create (no Kafka setting: Kafka has quotas, KIP-599):
+    # a hostile request cannot make the controller write millions of records.
+    max_partitions_per_create_request: int = 10_000
     default_replication_factor: int = 1  # default.replication.factor (CreateTopics with -1)
     # KIP-630 metadata snapshots: a controller (single or quorum) snapshots its committed image once
     # this many bytes of metadata records were committed since its last snapshot

@@ -28,10 +28,10 @@ from broker_app.reject_log import RejectLog
 from broker_app.server.api_common import (
     api_versions_response,
     image_topic_metadata,
-    metadata_topic_error,
     ms,
     requested_topic_names,
     respond,
+    unknown_topic_entry,
 )
 from broker_app.storage.errors import OffsetOutOfRangeError
 
@@ -141,10 +141,10 @@ class ControllerApis:
             reg = image.brokers[b]
             brokers.append({"node_id": b, "host": reg.host, "port": reg.port, "rack": reg.rack})
         topics = []
-        for name in requested_topic_names(request, image):
+        for name, topic_id in requested_topic_names(request, image):
             topic = image.topics.get(name) if name is not None else None
             if topic is None:
-                topics.append(metadata_topic_error(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION))
+                topics.append(unknown_topic_entry(name, topic_id))
                 continue
             topics.append(image_topic_metadata(image, topic))
         return self._respond(

@@ -59,6 +59,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Protocol
 
+from broker_app.controller.topic_rules import TopicError, validate_configs, validate_topic_name
 from broker_app.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from broker_app.metadata.records import (
     BrokerConfig,
@@ -72,7 +73,6 @@ from broker_app.metadata.records import (
     TopicRecord,
     UnfenceBroker,
 )
-from broker_app.server.topic_store import TopicError, validate_configs, validate_topic_name
 
 from .config import ControllerConfig
 from .election import ElectionType, PartitionChangeBuilder
@@ -109,7 +109,6 @@ MIN_ISR_CONFIG = "min.insync.replicas"
 MAX_PARTITIONS_PER_TOPIC = 10_000
 # Partitions one CreateTopics request may create in total (issue 15; Kafka throttles with
 # controller mutation quotas instead, KIP-599).
-MAX_PARTITIONS_PER_CREATE_REQUEST = 10_000
 
 
 class _Pending:
@@ -306,8 +305,6 @@ class QuorumController:
             )
         if req.broker_id < 0:
             return err(Errors.INVALID_REQUEST, "broker id must be >= 0")
-        if req.broker_id == self.config.node_id:
-            return err(Errors.INVALID_REQUEST, "broker id is the controller's node id")
         if not req.host or not 0 < req.port < 65536:
             return err(Errors.INVALID_REQUEST, f"bad listener {req.host!r}:{req.port}")
         if not req.incarnation_id:
@@ -416,7 +413,7 @@ class QuorumController:
         for t in req.topics:
             counts[t.name] += 1
         results = []
-        budget = MAX_PARTITIONS_PER_CREATE_REQUEST
+        budget = cap = self.config.max_partitions_per_create_request
         for t in req.topics:
             try:
                 if counts[t.name] > 1:
@@ -429,7 +426,7 @@ class QuorumController:
                     raise ControllerError(
                         Errors.INVALID_PARTITIONS,
                         f"{wanted} more partitions exceed this request's limit of "
-                        f"{MAX_PARTITIONS_PER_CREATE_REQUEST}",
+                        f"{cap}",
                     )
                 results.append(self._create_topic(p, t, req.validate_only))
                 budget -= max(wanted, 0)

@@ -16,6 +16,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from broker_app.environment import monotonic_ms, new_rng
 from broker_app.protocol.apis import VersionRange
@@ -41,21 +44,68 @@ def halt(reason: str) -> None:
     os._exit(FATAL_EXIT_CODE)
 
 
-async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> None:
+@dataclass(frozen=True)
+class QuorumListener:
+    """Where a voter listens and keeps its log, and its Raft timings: the controller
+    process's own flags (main.py), or a combined-mode broker's choice (server/combined.py)."""
+
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    advertised_host: str | None = None
+    admin_port: int | None = None
+    voters: str | None = None  # `id@host:port,...`; None: a one-voter quorum of this node
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    tick_interval_ms: int = 100
+    fetch_max_wait_cap_ms: int | None = None
+
+    @classmethod
+    def of_args(cls, args: argparse.Namespace) -> QuorumListener:
+        return cls(args.data_dir, args.host, args.port, args.advertised_host, args.admin_port,
+                   args.controller_quorum_voters, args.controller_quorum_election_timeout_ms,
+                   args.controller_quorum_fetch_timeout_ms, args.tick_interval_ms,
+                   args.fetch_max_wait_cap_ms)  # fmt: skip
+
+
+@dataclass
+class RunningQuorum:
+    """A started voter: its listener's port, and how it stops (`stop`: the active controller
+    resigns first, as Kafka's RaftManager.stop; `close`: the log's files, last)."""
+
+    server: ControllerServer
+    manager: RaftManager
+    raft_log: FileReplicatedLog
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    async def stop(self) -> None:
+        await self.manager.stop()  # the active controller resigns (EndQuorumEpoch) first
+        await self.server.stop()
+
+    def close(self) -> None:
+        self.raft_log.close()
+
+
+async def start_quorum(config: ControllerConfig, listen: QuorumListener,
+                       on_fatal: Callable[[str], None] = halt) -> RunningQuorum:
+    """Open the voter's Raft log and election state, listen, start the Raft driver."""
     # Alone, this controller's own address: a one-voter quorum never dials it.
-    alone = f"{config.node_id}@{args.advertised_host or args.host}:{args.port}"
-    voters = parse_quorum_voters(args.controller_quorum_voters or alone)
+    alone = f"{config.node_id}@{listen.advertised_host or listen.host}:{listen.port}"
+    voters = parse_quorum_voters(listen.voters or alone)
     if config.node_id not in voters:
         raise ValueError(f"--node-id {config.node_id} is not among the quorum voters "
                          f"{sorted(voters)}")
     raft_config = RaftConfig(
         node_id=config.node_id, voters=frozenset(voters),
-        election_timeout_ms=args.controller_quorum_election_timeout_ms,
-        fetch_timeout_ms=args.controller_quorum_fetch_timeout_ms,
+        election_timeout_ms=listen.election_timeout_ms,
+        fetch_timeout_ms=listen.fetch_timeout_ms,
         raft_vote_log_check=config.raft_vote_log_check, pre_vote=config.pre_vote)
-    raft_log = FileReplicatedLog(args.data_dir)
+    raft_log = FileReplicatedLog(listen.data_dir)
     try:
-        client = KafkaRaftClient(raft_config, raft_log, FileQuorumStateStore(args.data_dir),
+        client = KafkaRaftClient(raft_config, raft_log, FileQuorumStateStore(listen.data_dir),
                                  new_rng(), monotonic_ms())
         raft = RaftQuorumController(config, client)
         server: ControllerServer | None = None
@@ -64,14 +114,14 @@ async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> No
             if server is not None:
                 server.wake_parked_fetches()
 
-        manager = RaftManager(raft, voters, config.cluster_id, on_commit, on_fatal=halt)
+        manager = RaftManager(raft, voters, config.cluster_id, on_commit, on_fatal=on_fatal)
         raft.on_write = manager.wakeup  # appended records: flush and replicate them now
         apis = {**CONTROLLER_APIS, **RAFT_APIS,
                 ControllerApiKey.FETCH: VersionRange(4, RAFT_FETCH_VERSION)}
         server = ControllerServer(
-            QuorumEdge(raft, manager, apis), args.host, args.port, args.admin_port,
-            args.advertised_host, args.tick_interval_ms,
-            fetch_max_wait_cap_ms=args.fetch_max_wait_cap_ms,
+            QuorumEdge(raft, manager, apis), listen.host, listen.port, listen.admin_port,
+            listen.advertised_host, listen.tick_interval_ms,
+            fetch_max_wait_cap_ms=listen.fetch_max_wait_cap_ms,
         )  # fmt: skip
         await server.start()
         me = (config.node_id, server.advertised_host, server.port)
@@ -87,17 +137,27 @@ async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> No
         assert server.apis is not None
         server.apis.controller_endpoint = active_endpoint
         manager.start()
-        log.info("controller %d: voter of %s, raft epoch %d, log end offset %d",
-                 config.node_id, sorted(voters), client.epoch, raft_log.end_offset)
-        print(f"controller {config.node_id} listening on {args.host}:{server.port} "
-              f"admin {server.admin_port}", flush=True)
+    except BaseException:
+        raft_log.close()
+        raise
+    log.info("controller %d: voter of %s, raft epoch %d, log end offset %d",
+             config.node_id, sorted(voters), client.epoch, raft_log.end_offset)
+    return RunningQuorum(server, manager, raft_log)
+
+
+async def serve_quorum(config: ControllerConfig, args: argparse.Namespace) -> None:
+    """`highwater controller`: start, print the listening line, serve until signalled."""
+    quorum = await start_quorum(config, QuorumListener.of_args(args))
+    try:
+        print(f"controller {config.node_id} listening on {args.host}:{quorum.port} "
+              f"admin {quorum.server.admin_port}", flush=True)
+
         async def shutdown() -> None:
             log.info("controller %d shutting down", config.node_id)
-            await manager.stop()  # the active controller resigns (EndQuorumEpoch) first
-            await server.stop()
+            await quorum.stop()
 
         # Bounded like the broker's (broker_app/server/liveness.py): a hung resign or a hogged
         # loop cannot keep a SIGTERMed controller alive past liveness.HARD_EXIT_S.
         await serve_until_signalled(shutdown)
     finally:
-        raft_log.close()
+        quorum.close()

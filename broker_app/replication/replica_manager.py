@@ -7,9 +7,8 @@ passes `BrokerClock.monotonic_ms`, the simulator its virtual clock); nothing her
 Logs come from the LogStore it is given (storage.replica_log): LogManager on the machine's
 disk in production, on a simulated one (storage/fs.py) in the simulator and unit tests.
 
-- Single node (no controller): `host_single_node` makes this broker leader of a partition with
-  replicas = ISR = {self}, leader epoch 0; after an append HW = LEO, so acks=all completes at once.
-- Cluster: `apply_local_changes(changes, image)` turns the controller's committed metadata into
+- `apply_local_changes(changes, image)` (every broker is a KRaft cluster member; a lone one
+  runs its own controller, server/combined.py) turns the controller's committed metadata into
   `Partition.make_leader` / `make_follower`; listeners registered with `on_follower_change` start
   or stop replica fetchers.
 - `append_records(acks, entries, timeout_ms, callback)`: acks 0/1 answer now; acks=all parks a
@@ -148,10 +147,10 @@ class ReplicaManager:
         self.alter_partition_sink: Callable[[AlterPartitionRequest], None] | None = None
         self._follower_listeners: list[Callable[[Partition, bool], None]] = []
         # Which brokers may join an ISR (KIP-841), from the latest metadata image; every
-        # replica until metadata arrives (single-node mode never gets any).
+        # replica until metadata arrives.
         self._isr_eligible: Callable[[int], bool] = lambda _broker_id: True
         self._broker_epoch: Callable[[int], int] = lambda _broker_id: -1  # KIP-903
-        # Per-topic configs from the metadata (or the single-node TopicStore): what the logs
+        # Per-topic configs from the metadata image: what the logs
         # honour besides min.insync.replicas (segment.bytes, max.message.bytes, retention.*).
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.retention_check_interval_ms = retention_check_interval_ms
@@ -189,7 +188,7 @@ class ReplicaManager:
         return p
 
     def set_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
-        """The topic's configs (single-node TopicStore or metadata image) for its logs."""
+        """The topic's configs (from the metadata image) for its logs."""
         self.topic_configs[topic] = dict(configs)
         for (name, _), part in self.partitions.items():
             if name == topic:
@@ -247,7 +246,9 @@ class ReplicaManager:
         return moved
 
     def host_single_node(self, topic: str, partition: int, min_insync_replicas: int) -> Partition:
-        """Single-node mode: lead `topic-partition` alone (creating its log); idempotent."""
+        """Lead `topic-partition` alone at epoch 0 (creating its log) without metadata:
+        for tests of the replication core; brokers host partitions from the metadata image
+        (apply_metadata_delta). Idempotent."""
         p = self._get_or_create(topic, partition, min_insync_replicas)
         if not p.is_leader:
             p.make_leader(0, [self.node_id], [self.node_id], 0, self.clock())

@@ -11,7 +11,6 @@
   every follower's low watermark has moved before answering; this leader answers at once.
 - DescribeLogDirs: one log dir (the data dir) with the partitions this broker hosts, their size
   and offset lag (HW - LEO, as Kafka computes it), total/usable bytes of its file system.
-Single-node mode (no controller): the one broker is the cluster; there is nothing to reassign.
 """
 
 from __future__ import annotations
@@ -36,18 +35,12 @@ class AdminApis:
     def handle_describe_cluster(self, request: Request) -> Any:
         config = self.apis.config
         host, port = config.advertised
-        cluster = self.apis.cluster
-        if cluster is None:
-            brokers = [{"broker_id": config.node_id, "host": host, "port": port,
-                        "rack": config.broker_rack}]
-            controller = config.node_id
-        else:
-            image = cluster.image
-            live = image.live_brokers()
-            brokers = [{"broker_id": b, "host": image.brokers[b].host,
-                        "port": image.brokers[b].port, "rack": image.brokers[b].rack}
-                       for b in live]  # fmt: skip
-            controller = self.apis.rng.choice(live) if live else -1
+        image = self.apis.cluster.image
+        live = image.live_brokers()
+        brokers = [{"broker_id": b, "host": image.brokers[b].host,
+                    "port": image.brokers[b].port, "rack": image.brokers[b].rack}
+                   for b in live]  # fmt: skip
+        controller = self.apis.rng.choice(live) if live else -1
         return self.apis._respond(request, {
             "throttle_time": 0, "error_code": Errors.NONE, "error_message": None,
             "endpoint_type": 1, "cluster_id": config.cluster_id, "controller_id": controller,
@@ -58,35 +51,24 @@ class AdminApis:
         })  # fmt: skip
 
     def handle_alter_partition_reassignments(self, request: Request) -> Any:
-        if self.apis.cluster is not None:
-            return self.apis.cluster.forward(request.body)
-        responses = [{"name": t.name, "partitions": [
-            {"partition_index": p.partition_index, "error_code": Errors.INVALID_REPLICA_ASSIGNMENT,
-             "error_message": "a single-node broker has no other replica to move to"}
-            for p in t.partitions]} for t in request.body.topics]  # fmt: skip
-        return self.apis._respond(request, {
-            "throttle_time": 0, "error_code": Errors.NONE, "error_message": None,
-            "responses": responses,
-        })  # fmt: skip
+        return self.apis.cluster.forward(request.body)
 
     def handle_list_partition_reassignments(self, request: Request) -> Any:
         topics: list[dict[str, Any]] = []
-        cluster = self.apis.cluster
-        if cluster is not None:
-            image = cluster.image
-            wanted = None if request.body.topics is None else {
-                t.name: set(t.partition_indexes) for t in request.body.topics}  # fmt: skip
-            for name, topic in sorted(image.topics.items()):
-                if wanted is not None and name not in wanted:
-                    continue
-                parts = [{"partition_index": idx, "replicas": list(reg.replicas),
-                          "adding_replicas": list(reg.adding_replicas),
-                          "removing_replicas": list(reg.removing_replicas)}
-                         for idx, reg in sorted(topic.partitions.items())
-                         if reg.is_reassigning
-                         and (wanted is None or idx in wanted[name])]  # fmt: skip
-                if parts:
-                    topics.append({"name": name, "partitions": parts})
+        image = self.apis.cluster.image
+        wanted = None if request.body.topics is None else {
+            t.name: set(t.partition_indexes) for t in request.body.topics}  # fmt: skip
+        for name, topic in sorted(image.topics.items()):
+            if wanted is not None and name not in wanted:
+                continue
+            parts = [{"partition_index": idx, "replicas": list(reg.replicas),
+                      "adding_replicas": list(reg.adding_replicas),
+                      "removing_replicas": list(reg.removing_replicas)}
+                     for idx, reg in sorted(topic.partitions.items())
+                     if reg.is_reassigning
+                     and (wanted is None or idx in wanted[name])]  # fmt: skip
+            if parts:
+                topics.append({"name": name, "partitions": parts})
         return self.apis._respond(request, {"throttle_time": 0, "error_code": Errors.NONE,
                                             "error_message": None, "topics": topics})  # fmt: skip
 

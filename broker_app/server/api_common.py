@@ -72,20 +72,29 @@ def api_versions_response(request: Request, apis: Mapping[int, VersionRange]) ->
     return respond(request, {"error_code": Errors.NONE, "api_keys": api_keys, "throttle_time": 0})
 
 
-def requested_topic_names(request: Request, image: Any) -> list[str | None]:
-    """Topic names a Metadata request asks about (all topics for null, or empty at v0);
-    topic ids are resolved through the image, None where neither name nor id is known."""
+def requested_topic_names(request: Request, image: Any) -> list[tuple[str | None, Any]]:
+    """The topics a Metadata request asks about, as (name, requested id) pairs (all topics
+    for null, or empty at v0); an id is resolved through the image, and the name is None
+    where neither name nor id is known (answered UNKNOWN_TOPIC_ID: unknown_topic_entry)."""
     requested = request.body.topics
     if requested is None or (request.api_version == 0 and not requested):
-        return sorted(image.topics)
-    names: list[str | None] = []
+        return [(name, None) for name in sorted(image.topics)]
+    names: list[tuple[str | None, Any]] = []
     for t in requested:
-        name = t.name
-        if name is None and getattr(t, "topic_id", None) is not None:
-            found = image.topic_by_id(t.topic_id)
+        name, topic_id = t.name, getattr(t, "topic_id", None)
+        if name is None and topic_id is not None:
+            found = image.topic_by_id(topic_id)
             name = found.name if found else None
-        names.append(name)
+        names.append((name, topic_id))
     return names
+
+
+def unknown_topic_entry(name: str | None, topic_id: Any) -> dict[str, Any]:
+    """A Metadata topic the image does not have: by name UNKNOWN_TOPIC_OR_PARTITION; named
+    by no name and an unknown (or the zero) id UNKNOWN_TOPIC_ID, as Kafka's KafkaApis."""
+    if name is None:
+        return metadata_topic_error(None, topic_id, Errors.UNKNOWN_TOPIC_ID)
+    return metadata_topic_error(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION)
 
 
 def image_partition_entry(image: Any, idx: int, reg: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Topic and broker configs: names, validation, defaults and what DescribeConfigs shows.
 
-One catalogue, used by CreateTopics (single node and controller), AlterConfigs /
+One catalogue, used by CreateTopics (the controller), AlterConfigs /
 IncrementalAlterConfigs (controller_apis / admin_apis) and DescribeConfigs (admin_apis).
 Validation follows Kafka's ConfigDef types and ranges; a rejected entry raises ConfigError
 with Kafka's error code (INVALID_CONFIG) and a message naming the config and value.
@@ -36,8 +36,8 @@ metadata log and every broker applies them:
 - unclean.leader.election.enable: the controller's default for topics without their own (the
   cluster-wide "" resource only; Kafka also consults the controller node's own broker config).
 Every other broker config is read-only (DescribeConfigs shows it as static); an unknown or
-read-only name is INVALID_CONFIG naming it. Single-node mode (no controller) keeps broker
-configs read-only (INVALID_REQUEST).
+read-only name is INVALID_CONFIG naming it (a lone broker's own controller stores them too:
+server/combined.py).
 Group resources (KIP-848's group configs, Kafka 4.0+; cluster mode): AlterConfigs /
 IncrementalAlterConfigs on a group id set the names in GROUP_CONFIGS, checked against the
 group coordinator's default bounds as Kafka's GroupConfig.validate does (unknown name or

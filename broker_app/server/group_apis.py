@@ -184,13 +184,6 @@ class GroupApis:
         assert self.apis is not None
         p = self.coordinator.partition_for(group_id)
         cluster = self.apis.cluster
-        if cluster is None:
-            if self.apis.topics.get(OFFSETS_TOPIC) is None:
-                self.apis._create_topic(OFFSETS_TOPIC, self.coordinator.config.num_partitions, 1,
-                                        {"cleanup.policy": "compact"})  # fmt: skip
-                self.tick()
-            host, port = self.config.advertised
-            return self.config.node_id, host, port
         image = cluster.image
         reg = image.partition(OFFSETS_TOPIC, p)
         if reg is None:
@@ -256,9 +249,7 @@ class GroupApis:
 
     def _partition_exists(self, topic: str, partition: int) -> bool:
         assert self.apis is not None
-        if self.apis.cluster is not None:
-            return self.apis.cluster.image.partition(topic, partition) is not None
-        return self.replica_manager.get_partition(topic, partition) is not None
+        return self.apis.cluster.image.partition(topic, partition) is not None
 
     def handle_offset_commit(self, request: Request) -> Any:
         b = request.body

@@ -9,12 +9,14 @@
     (e.g. a failed acks=0 produce, which the client can notice only that way);
   - a Deferred (an acks=all produce parked in the DelayedProduce purgatory): the edge waits for
     `resolve(response)`;
-  - a coroutine (cluster mode: CreateTopics / ElectLeaders forwarded to the controller), which the
-    edge awaits for the response.
-Cluster mode (`cluster` given, see server/cluster_link.py): Metadata comes from the controller's
-committed MetadataImage (leader, replicas, ISR, the brokers' registered addresses), topics are
-created by the controller, and controller_id is a random alive broker as in Kafka's KRaft mode,
-so admin clients send CreateTopics/ElectLeaders to a broker, which forwards them.
+  - a coroutine (CreateTopics / ElectLeaders and the other controller requests forwarded to
+    the controller), which the edge awaits for the response.
+Every broker is a KRaft cluster member (`cluster`, see server/cluster_link.py; a broker started
+without a controller runs one in its process: server/combined.py): Metadata comes from the
+controller's committed MetadataImage (leader, replicas, ISR, the brokers' registered
+addresses), topics are created by the controller, and controller_id is a random alive broker as
+in Kafka's KRaft mode, so admin clients send CreateTopics/ElectLeaders to a broker, which
+forwards them.
 Handlers build responses as plain dicts valid for every advertised version and protocol.entities
 turns them into the requested version's classes. Unknown api keys/versions never reach here
 (codec raises UnsupportedRequest; the network edge closes the connection).
@@ -24,12 +26,12 @@ from __future__ import annotations
 
 import logging
 import random
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from broker_app.config import BrokerConfig
+from broker_app.controller.topic_rules import TopicError, validate_topic_name
 from broker_app.coordinator.producer_ids import ProducerIdManager
 from broker_app.environment import new_rng
 from broker_app.protocol.apis import ApiKey, advertised_apis
@@ -55,15 +57,14 @@ from .api_common import (
     ms,
     requested_topic_names,
     respond,
+    unknown_topic_entry,
 )
 from .group_apis import GroupApis
 from .topic_admin_apis import TopicAdminApis
-from .topic_store import TopicError, TopicInfo, TopicStore, validate_topic_name
 
 log = logging.getLogger(__name__)
 _REJECTS = RejectLog(log)  # rate-limited lines for rejected requests (issue 15)
 
-CONFIG_SOURCE_TOPIC = 1  # DescribeConfigs/CreateTopics ConfigSource.TOPIC_CONFIG
 
 
 class _NoResponse:
@@ -120,19 +121,19 @@ class KafkaApis:
         self,
         config: BrokerConfig,
         replica_manager: ReplicaManager,
-        topics: TopicStore,
         groups: GroupApis,
         producer_ids: ProducerIdManager,
-        cluster: Any = None,
+        cluster: Any,
         rng: random.Random | None = None,
     ) -> None:
-        self.cluster = cluster  # server.cluster_link.ClusterLink in cluster mode, else None
+        # server.cluster_link.ClusterLink (the simulator's SimBroker plays it there): the
+        # metadata image, and the forwarding of controller requests.
+        self.cluster = cluster
         # The one source of randomness of the request handlers (the simulator passes a seeded
         # one; production its own, environment.new_rng).
         self.rng = rng or new_rng()
         self.config = config
         self.replica_manager = replica_manager
-        self.topics = topics
         self.groups = groups
         groups.bind(self)
         admin = AdminApis(self)
@@ -166,9 +167,6 @@ class KafkaApis:
             ApiKey.DESCRIBE_LOG_DIRS: admin.handle_describe_log_dirs,
             **TopicAdminApis(self).handlers(),
         }
-        if cluster is None:
-            for info in list(self.topics.topics.values()):
-                self._host_topic(info)
 
     # -- dispatch ---------------------------------------------------------------------
 
@@ -177,12 +175,6 @@ class KafkaApis:
 
     def _respond(self, request: Request, data: dict[str, Any]) -> Any:
         return respond(request, data)
-
-    def _host_topic(self, info: TopicInfo) -> None:
-        min_isr = info.min_insync_replicas(self.config.min_insync_replicas)
-        self.replica_manager.set_topic_configs(info.name, info.configs)
-        for p in range(info.num_partitions):
-            self.replica_manager.host_single_node(info.name, p, min_isr)
 
     # -- ApiVersions --------------------------------------------------------------------
 
@@ -198,65 +190,6 @@ class KafkaApis:
     # -- Metadata -----------------------------------------------------------------------
 
     def handle_metadata(self, request: Request) -> Any:
-        if self.cluster is not None:
-            return self._cluster_metadata(request)
-        body = request.body
-        host, port = self.config.advertised
-        requested = body.topics
-        if requested is None or (request.api_version == 0 and not requested):
-            wanted: list[tuple[str | None, Any]] = [(n, None) for n in sorted(self.topics.topics)]
-        else:
-            wanted = [(t.name, getattr(t, "topic_id", None)) for t in requested]
-        # Before v4 there is no flag and Kafka auto-creates when the broker allows it.
-        allow_auto = getattr(body, "allow_auto_topic_creation", True)
-        topics = []
-        budget = self.config.max_partitions_per_create_request
-        for name, topic_id in wanted:
-            info = self.topics.get(name) if name else None
-            if info is None and name is None:
-                # v10+: a topic named only by id; a null name with no (or an unknown) id
-                # names nothing, which Kafka answers UNKNOWN_TOPIC_ID.
-                info = self.topics.by_id.get(topic_id) if topic_id is not None else None
-                if info is None:
-                    topics.append(metadata_topic_error(None, topic_id, Errors.UNKNOWN_TOPIC_ID))
-                    continue
-            if info is None and name is not None:
-                if (invalid := _invalid_topic_name(name)) is not None:
-                    topics.append(metadata_topic_error(name, None, invalid))
-                    continue
-                if allow_auto and self.config.auto_create_topics:
-                    try:
-                        budget = self._spend_partitions(budget, self.config.num_partitions)
-                        info = self._create_topic(
-                            name,
-                            self.config.num_partitions,
-                            self.config.default_replication_factor,
-                            {},
-                        )
-                        log.info("auto-created topic %r", name)
-                    except TopicError as e:
-                        topics.append(metadata_topic_error(name, None, e.error_code))
-                        continue
-                else:
-                    topics.append(
-                        metadata_topic_error(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION)
-                    )
-                    continue
-            assert info is not None
-            topics.append(self._metadata_topic(info))
-        return self._respond(
-            request,
-            {
-                "throttle_time": 0,
-                "brokers": [{"node_id": self.config.node_id, "host": host, "port": port}],
-                "cluster_id": self.config.cluster_id,
-                "controller_id": self.config.node_id,
-                "topics": topics,
-                **_metadata_authorized_operations(body, topics),
-            },
-        )
-
-    def _cluster_metadata(self, request: Request) -> Any:
         image = self.cluster.image
         body = request.body
         host, port = self.config.advertised
@@ -271,12 +204,15 @@ class KafkaApis:
         allow_auto = getattr(body, "allow_auto_topic_creation", True)
         topics = []
         budget = self.config.max_partitions_per_create_request
-        for name in names:
+        for name, topic_id in names:
             topic = image.topics.get(name) if name is not None else None
+            if topic is None and name is None:
+                topics.append(unknown_topic_entry(None, topic_id))
+                continue
             if topic is None:
                 invalid = _invalid_topic_name(name)
                 code = invalid or Errors.UNKNOWN_TOPIC_OR_PARTITION
-                if name and not invalid and allow_auto and self.config.auto_create_topics:
+                if not invalid and allow_auto and self.config.auto_create_topics:
                     try:
                         budget = self._spend_partitions(budget, self.config.num_partitions)
                         self.cluster.auto_create_topic(name)
@@ -306,46 +242,15 @@ class KafkaApis:
         alive = image.live_brokers()
         return self.rng.choice(alive) if alive else -1
 
-    def _metadata_topic(self, info: TopicInfo) -> dict[str, Any]:
-        partitions = []
-        for p in range(info.num_partitions):
-            state = self.replica_manager.get_partition(info.name, p)
-            partitions.append(
-                {
-                    "error_code": Errors.NONE if state else Errors.LEADER_NOT_AVAILABLE,
-                    "partition_index": p,
-                    "leader_id": state.leader_id if state else -1,
-                    "leader_epoch": state.leader_epoch if state else -1,
-                    "replica_nodes": [self.config.node_id],
-                    "isr_nodes": sorted(state.isr) if state else [],
-                    "offline_replicas": [],
-                }
-            )
-        return {
-            "error_code": Errors.NONE,
-            "name": info.name,
-            "topic_id": info.topic_id,
-            "is_internal": info.name == "__consumer_offsets",
-            "partitions": partitions,
-        }
-
     # -- DescribeTopicPartitions (KIP-966) ------------------------------------------------
 
     def handle_describe_topic_partitions(self, request: Request) -> Any:
         from broker_app.server.describe_topic_partitions import describe, image_partitions
 
         body = request.body
-        if self.cluster is not None:
-            image = self.cluster.image
-            topics = {t.name: (t.topic_id, image_partitions(image, t))
-                      for t in image.topics.values()}  # fmt: skip
-        else:  # single node: no controller, no ELR
-            topics = {}
-            for info in self.topics.topics.values():
-                entry = self._metadata_topic(info)
-                for p in entry["partitions"]:
-                    p.update(eligible_leader_replicas=[], last_known_elr=[])
-                topics[info.name] = (info.topic_id, entry["partitions"])
+        image = self.cluster.image
+        topics = {t.name: (t.topic_id, image_partitions(image, t))
+                  for t in image.topics.values()}  # fmt: skip
         cursor = body.cursor
         return self._respond(request, describe(
             topics, [t.name for t in body.topics], int(body.response_partition_limit),
@@ -354,75 +259,9 @@ class KafkaApis:
 
     # -- CreateTopics ---------------------------------------------------------------------
 
-    def _create_topic(
-        self, name: str, num_partitions: int, replication_factor: int, configs: dict
-    ) -> TopicInfo:
-        clean = self.topics.check_new(name, num_partitions, replication_factor, configs)
-        info = self.topics.create(name, num_partitions, replication_factor, clean)
-        self._host_topic(info)
-        return info
-
     def handle_create_topics(self, request: Request) -> Any:
-        if self.cluster is not None:
-            names = [t.name for t in request.body.topics]
-            return self.cluster.forward_create_topics(request.body, names)
-        body = request.body
-        validate_only = getattr(body, "validate_only", False)
-        seen: dict[str, int] = {}
-        for t in body.topics:
-            seen[t.name] = seen.get(t.name, 0) + 1
-        results = []
-        budget = self.config.max_partitions_per_create_request
-        for t in body.topics:
-            entry: dict[str, Any] = {
-                "name": t.name,
-                "topic_id": uuid.UUID(int=0),
-                "error_code": Errors.NONE,
-                "error_message": None,
-                "num_partitions": -1,
-                "replication_factor": -1,
-                "configs": [],
-            }
-            try:
-                if seen[t.name] > 1:
-                    raise TopicError(
-                        Errors.INVALID_REQUEST, f"topic {t.name!r} appears more than once"
-                    )
-                num_partitions, rf = self._resolve_layout(t)
-                budget = self._spend_partitions(budget, num_partitions)
-                configs = {c.name: c.value for c in t.configs}
-                if validate_only:
-                    clean = self.topics.check_new(t.name, num_partitions, rf, configs)
-                    info = None
-                else:
-                    info = self._create_topic(t.name, num_partitions, rf, configs)
-                    clean = info.configs
-                    entry["topic_id"] = info.topic_id
-                    log.info(
-                        "created topic %r partitions=%d rf=%d configs=%s",
-                        t.name,
-                        num_partitions,
-                        rf,
-                        clean,
-                    )
-                entry["num_partitions"] = num_partitions
-                entry["replication_factor"] = rf
-                entry["configs"] = [
-                    {
-                        "name": k,
-                        "value": v,
-                        "read_only": False,
-                        "config_source": CONFIG_SOURCE_TOPIC,
-                        "is_sensitive": False,
-                    }
-                    for k, v in sorted(clean.items())
-                ]
-            except TopicError as e:
-                entry["error_code"] = e.error_code
-                entry["error_message"] = str(e)
-                _REJECTS.warning("CreateTopics %r rejected: %s", t.name, e)
-            results.append(entry)
-        return self._respond(request, {"throttle_time": 0, "topics": results})
+        names = [t.name for t in request.body.topics]
+        return self.cluster.forward_create_topics(request.body, names)
 
     def _spend_partitions(self, budget: int, num_partitions: int) -> int:
         """What is left of this request's partition budget after creating `num_partitions`;
@@ -436,35 +275,6 @@ class KafkaApis:
                 f"{self.config.max_partitions_per_create_request})",
             )
         return budget - max(num_partitions, 0)
-
-    def _resolve_layout(self, t: Any) -> tuple[int, int]:
-        num_partitions = t.num_partitions
-        rf = t.replication_factor
-        if t.assignments:
-            if num_partitions != -1 or rf != -1:
-                raise TopicError(
-                    Errors.INVALID_REQUEST,
-                    "both replica assignments and num_partitions/replication_factor were given",
-                )
-            indexes = sorted(a.partition_index for a in t.assignments)
-            if indexes != list(range(len(indexes))):
-                raise TopicError(
-                    Errors.INVALID_REPLICA_ASSIGNMENT,
-                    f"assignment partitions must be 0..{len(indexes) - 1}, got {indexes}",
-                )
-            for a in t.assignments:
-                if list(a.broker_ids) != [self.config.node_id]:
-                    raise TopicError(
-                        Errors.INVALID_REPLICA_ASSIGNMENT,
-                        f"partition {a.partition_index} assigned to brokers {list(a.broker_ids)};"
-                        f" only broker {self.config.node_id} exists",
-                    )
-            return len(indexes), 1
-        if num_partitions == -1:
-            num_partitions = self.config.num_partitions
-        if rf == -1:
-            rf = self.config.default_replication_factor
-        return num_partitions, rf
 
     # -- Produce ----------------------------------------------------------------------------
 
@@ -614,11 +424,8 @@ class KafkaApis:
         for name, hosted in self.replica_manager.topic_ids.items():
             if hosted == topic_id:
                 return name
-        if self.cluster is not None:
-            topic = self.cluster.image.topics_by_id.get(topic_id)
-            return None if topic is None else topic.name
-        info = self.topics.by_id.get(topic_id)
-        return None if info is None else info.name
+        topic = self.cluster.image.topics_by_id.get(topic_id)
+        return None if topic is None else topic.name
 
     def _fetch_response(self, request: Request, results: dict, ids: dict[str, Any] | None = None,
                         unknown: Sequence[tuple[Any, int]] = ()) -> Any:  # fmt: skip
@@ -762,7 +569,6 @@ class KafkaApis:
         goes to the right broker); UNKNOWN_TOPIC_OR_PARTITION only when nobody has it."""
         if (
             code == Errors.UNKNOWN_TOPIC_OR_PARTITION
-            and self.cluster is not None
             and self.cluster.image.partition(topic, partition) is not None
         ):
             return Errors.NOT_LEADER_OR_FOLLOWER
@@ -790,22 +596,7 @@ class KafkaApis:
         return self._respond(request, {"throttle_time": 0, "topics": topics})
 
     def handle_elect_leaders(self, request: Request) -> Any:
-        if self.cluster is not None:
-            return self.cluster.forward(request.body)
-        # Single node: every partition already has its only possible leader.
-        body = request.body
-        wanted = [] if body.topic_partitions is None else body.topic_partitions
-        results = [
-            {"topic": t.topic, "partition_result": [
-                {"partition_id": p, "error_code": ELECTION_NOT_NEEDED, "error_message": None}
-                for p in t.partitions]}
-            for t in wanted
-        ]  # fmt: skip
-        return self._respond(request, {"throttle_time": 0, "error_code": Errors.NONE,
-                                       "replica_election_results": results})  # fmt: skip
-
-
-ELECTION_NOT_NEEDED = 84
+        return self.cluster.forward(request.body)
 
 
 def _timestamp_and_offset(found: Any) -> tuple[int, int]:

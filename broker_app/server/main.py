@@ -1,21 +1,24 @@
 """`highwater broker`: run one broker process until SIGTERM/SIGINT.
 
-Start-up: load topics, group offsets and the producer-id block from the data dir, open every
-log (LogManager recovers after an unclean stop), host each partition as leader, listen.
+Start-up: with --controller HOST:PORT (or --controller-quorum-bootstrap-servers) the broker
+joins that cluster; without, it first starts a one-voter controller of its own in this process
+and joins it (combined mode, server/combined.py: Kafka's process.roles=broker,controller). Then
+it opens every log (LogManager recovers after an unclean stop), loads group offsets and the
+producer-id block, listens, and answers clients once the controller first unfenced it, as
+Kafka's KRaft brokers do. ClusterLink registers/heartbeats/applies the metadata log (which
+hosts each partition), ReplicaFetcherManager runs the replica fetchers, a 100 ms timer runs
+ReplicaManager.tick (ISR shrink, acks=all expiry).
 Every 5 s the high watermarks are checkpointed (replica.high.watermark.checkpoint.interval.ms).
 Background fsyncs (HW checkpoint, interval flush, rolled segments) run in LogFlusher's worker
 thread, so a stalled disk slows them but not heartbeats or fetches (server/log_flusher.py).
-With --controller HOST:PORT the broker joins a cluster instead of leading everything alone
-(and answers clients only once the controller first unfenced it, as Kafka's KRaft brokers do):
-ClusterLink registers/heartbeats/applies the metadata log, ReplicaFetcherManager runs the replica
-fetchers, a 100 ms timer runs ReplicaManager.tick (ISR shrink, acks=all expiry). --admin-port
-serves GET /state (broker_app/admin). --flush interval fsyncs every --flush-interval-ms.
-SIGTERM/SIGINT: in cluster mode first a controlled shutdown (the controller moves our leaderships
-while we serve, at most 3 s; broker_lifecycle.py), then stop listening, close connections,
-LogManager.shutdown() (flush, checkpoints,
-clean-shutdown marker), exit 0; obeyed even when the event loop is hogged, and a shutdown that
-overruns liveness.HARD_EXIT_S ends the process hard (exit 3). Event-loop lag is measured every
-100 ms and served in /state as event_loop_lag_ms (liveness.LoopLag).
+--admin-port serves GET /state (broker_app/admin). --flush interval fsyncs every
+--flush-interval-ms.
+SIGTERM/SIGINT: first a controlled shutdown (the controller moves our leaderships while we
+serve, at most 3 s; broker_lifecycle.py), then stop listening, close connections,
+LogManager.shutdown() (flush, checkpoints, clean-shutdown marker), then a combined node's
+controller, exit 0; obeyed even when the event loop is hogged, and a shutdown that overruns
+liveness.HARD_EXIT_S ends the process hard (exit 3). Event-loop lag is measured every 100 ms
+and served in /state as event_loop_lag_ms (liveness.LoopLag).
 Prints one "listening" line on stdout once it accepts connections.
 """
 
@@ -62,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="INFO")
     cluster = groups[settings.CLUSTER]
     cluster.add_argument("--controller", type=_host_port, default=None, metavar="HOST:PORT",
-                         help="join the cluster of this controller (omit: single-node broker)")
+                         help="join the cluster of this controller (omit: combined mode, a "
+                              "controller of its own in this process)")
     cluster.add_argument("--controller-quorum-bootstrap-servers", type=_host_ports, default=(),
                          metavar="HOST:PORT,...",
                          help="a quorum of controllers (KIP-853's controller.quorum.bootstrap."
@@ -136,12 +140,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
+    """The broker's parts over its data dir, joined to `config.controller` (combined mode
+    sets it to this process's own controller: server/combined.py)."""
+    if not config.clustered:
+        raise ValueError("a broker needs a controller: --controller, or combined mode")
     from broker_app.clock import BrokerClock
     from broker_app.coordinator.producer_ids import ProducerIdManager
     from broker_app.replication.replica_manager import ReplicaManager
+    from broker_app.server.cluster_link import ClusterLink
     from broker_app.server.group_apis import GroupApis
     from broker_app.server.kafka_apis import KafkaApis
-    from broker_app.server.topic_store import TopicStore
     from broker_app.storage.log import LogConfig
     from broker_app.storage.log_manager import LogManager
 
@@ -164,27 +172,40 @@ def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
     )  # fmt: skip
     replica_manager.replica_selector = config.replica_selector
     replica_manager.local_rack = config.broker_rack
-    cluster = None
-    if config.clustered:
-        from broker_app.server.cluster_link import ClusterLink
-
-        cluster = ClusterLink(config, replica_manager)
     apis = KafkaApis(
         config,
         replica_manager,
-        TopicStore(config.data_dir),
         GroupApis(config, replica_manager, clock),
         ProducerIdManager(config.data_dir, config.node_id),
-        cluster=cluster,
+        cluster=ClusterLink(config, replica_manager),
     )
     return apis, log_manager
 
 
 async def serve(config: BrokerConfig) -> int:
-    """Serve until SIGTERM/SIGINT (or a replica fetcher's fatal stop); the exit code."""
+    """Serve until SIGTERM/SIGINT (or a replica fetcher's fatal stop); the exit code. Without
+    a controller, this process runs its own first (combined mode, server/combined.py) and
+    stops it last."""
+    combined = None
+    if not config.clustered:
+        from broker_app.server.combined import CombinedController
+
+        combined = CombinedController(config)
+        config = await asyncio.to_thread(combined.start)
+    try:
+        return await _serve_broker(config)
+    finally:
+        if combined is not None:
+            # This node's controller last, as Kafka's combined node stops its broker first
+            # (bounded: it resigns, then its thread is joined).
+            await combined.stop()
+
+
+async def _serve_broker(config: BrokerConfig) -> int:
     from broker_app.server.limits import ConnectionLimits, default_max_connections
     from broker_app.server.log_flusher import LogFlusher
     from broker_app.server.network import SocketServer
+    from broker_app.server.replica_fetcher import ReplicaFetcherManager
 
     apis, log_manager = build_broker(config)
     flusher = LogFlusher(log_manager)
@@ -194,10 +215,9 @@ async def serve(config: BrokerConfig) -> int:
         connections_max_idle_ms=config.connections_max_idle_ms,
     )
     server = SocketServer(apis, config.host, config.port, config.max_frame_bytes, limits)
-    if apis.cluster is not None:
-        # Kafka opens the client listener once the broker is unfenced (BrokerServer.startup):
-        # until then connections are accepted and wait (broker_lifecycle.ready_to_serve).
-        server.serving.clear()
+    # Kafka opens the client listener once the broker is unfenced (BrokerServer.startup):
+    # until then connections are accepted and wait (broker_lifecycle.ready_to_serve).
+    server.serving.clear()
     await server.start()
     stop = asyncio.Event()
     fatal: list[int] = []  # a replica fetcher asked to stop the broker (exit code 1)
@@ -223,36 +243,33 @@ async def serve(config: BrokerConfig) -> int:
     link = apis.cluster
     lag = LoopLag()
     tasks = [asyncio.create_task(checkpoint_loop()), asyncio.create_task(run_lag_monitor(lag))]
-    fetchers = None
-    if link is not None:
-        from broker_app.server.replica_fetcher import ReplicaFetcherManager
 
-        def resolve(node: int) -> tuple[str, int] | None:
-            if node in config.peer_addresses:
-                return config.peer_addresses[node]
-            reg = link.image.brokers.get(node)
-            return None if reg is None else (reg.host, reg.port)
+    def resolve(node: int) -> tuple[str, int] | None:
+        if node in config.peer_addresses:
+            return config.peer_addresses[node]
+        reg = link.image.brokers.get(node)
+        return None if reg is None else (reg.host, reg.port)
 
-        fetchers = ReplicaFetcherManager(
-            rm,
-            resolve,
-            config.replica_fetch_wait_max_ms,
-            config.replica_fetch_max_bytes,
-            config.replica_fetch_backoff_ms,
-            config.request_timeout_ms,
-            # Kafka <= 2.0 exits when log truncation is not allowed (KAFKA-3410): the same
-            # clean shutdown as SIGTERM, with exit code 1.
-            on_fatal=lambda _reason: (fatal.append(1), stop.set()),
-        )
-        link.start()
+    fetchers = ReplicaFetcherManager(
+        rm,
+        resolve,
+        config.replica_fetch_wait_max_ms,
+        config.replica_fetch_max_bytes,
+        config.replica_fetch_backoff_ms,
+        config.request_timeout_ms,
+        # Kafka <= 2.0 exits when log truncation is not allowed (KAFKA-3410): the same
+        # clean shutdown as SIGTERM, with exit code 1.
+        on_fatal=lambda _reason: (fatal.append(1), stop.set()),
+    )
+    link.start()
 
-        async def serve_once_unfenced() -> None:
-            while not link.lifecycle.ready_to_serve:
-                await asyncio.sleep(0.01)
-            log.info("unfenced: serving clients")
-            server.serving.set()
+    async def serve_once_unfenced() -> None:
+        while not link.lifecycle.ready_to_serve:
+            await asyncio.sleep(0.01)
+        log.info("unfenced: serving clients")
+        server.serving.set()
 
-        tasks.append(asyncio.create_task(serve_once_unfenced()))
+    tasks.append(asyncio.create_task(serve_once_unfenced()))
 
     async def tick_loop() -> None:
         while True:
@@ -295,19 +312,16 @@ async def serve(config: BrokerConfig) -> int:
         await cancel_and_wait(tasks)
         if admin is not None:
             await admin.stop()
-        if link is not None:
-            await link.stop()
-        if fetchers is not None:
-            await fetchers.stop()
+        await link.stop()
+        await fetchers.stop()
         await server.stop()
 
     try:
         await stop.wait()
         log.info("shutting down")
-        if link is not None:
-            # Kafka's controlled shutdown: leaderships move while we still serve, so clients
-            # learn the new leader from us instead of timing out against a dead one.
-            await link.controlled_shutdown()
+        # Kafka's controlled shutdown: leaderships move while we still serve, so clients
+        # learn the new leader from us instead of timing out against a dead one.
+        await link.controlled_shutdown()
     finally:
         try:
             await asyncio.wait_for(stop_everything(), CLEAN_STOP_S)
@@ -317,7 +331,7 @@ async def serve(config: BrokerConfig) -> int:
         flusher.close()
         # The marker carries our broker epoch: the next process registers with it, which
         # tells the controller this stop was clean (KIP-966).
-        log_manager.shutdown(link.broker_epoch if link is not None else -1)
+        log_manager.shutdown(link.broker_epoch)
         guard.done()
         guard.uninstall()
         log.info("clean shutdown complete")

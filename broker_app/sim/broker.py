@@ -168,10 +168,10 @@ class SimBroker:
             previous_broker_epoch=store.previous_broker_epoch, rack=cfg.broker_rack,
         )  # fmt: skip
         rm.broker_epoch = lambda: self.lifecycle.broker_epoch
-        # Cluster mode never reads the single-node TopicStore, and sim producers do not send
-        # InitProducerId (they get producer ids from the simulator): both stay None.
+        # Sim producers do not send InitProducerId (they get producer ids from the
+        # simulator): no ProducerIdManager.
         groups = GroupApis(cfg, rm, BrokerClock.of_ms(self.loop.clock, self.loop.clock))
-        self.apis = KafkaApis(cfg, rm, None, groups, None, cluster=self,  # type: ignore[arg-type]
+        self.apis = KafkaApis(cfg, rm, groups, None, cluster=self,  # type: ignore[arg-type]
                               # seeded from this incarnation's id: no extra draw from the
                               # loop's stream, so schedules found before keep their timing
                               rng=random.Random(self.lifecycle.incarnation_id.int))

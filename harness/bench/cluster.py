@@ -1,6 +1,7 @@
 """`highwater bench cluster`: replication overhead, 3 local brokers + controller, RF=3.
 
-In one run: a single-node broker (no controller) is driven with acks=1 as the baseline, then a
+In one run: a lone broker (combined mode: its own controller in its process) is driven with
+acks=1 as the baseline, then a
 controller and three brokers are started on free 127.0.0.1 ports, topic `bench` is created with
 RF=3 through a broker (AdminClient), and the same confluent-kafka producer (harness/bench/
 broker.py's `drive`) runs with acks=all and with acks=1 against its leader. Prints records/s,

@@ -1,25 +1,30 @@
 """`highwater bench startup`: broker start-up time on a data dir of many partitions.
 
-Builds a data dir of --partitions partitions of one topic directly (each with a one-batch
-segment, an empty index and a leader-epoch checkpoint, as a broker that led it leaves
-behind), then starts `highwater broker` on it twice (the first start has no clean-shutdown
-marker, so every segment is recovered; the second follows a clean shutdown) under an fd ulimit
-of --fd-limit, and prints the seconds until it listens. Figures, never assertions.
+Builds a data dir of --partitions partitions of one topic (created through a broker, then each
+given a one-batch segment, an empty index and a leader-epoch checkpoint, as a broker that led
+it leaves behind), then starts `highwater broker` on it twice (the first start has no
+clean-shutdown marker, so every segment is recovered and its controller handles an unclean
+shutdown, KIP-966; the second follows a clean shutdown) under an fd ulimit of --fd-limit, and
+prints the seconds until it listens and until it answers a client. Figures, never assertions.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import resource
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
-from broker_app.server.topic_store import FILE_NAME
+from broker_app.protocol.apis import ApiKey
+from broker_app.protocol.codec import decode_response, encode_request, request_class
+from broker_app.protocol.entities import build
+from broker_app.protocol.error_codes import Errors
+from broker_app.storage.log_manager import CLEAN_SHUTDOWN_FILE
 from broker_app.storage.records import build_batch
 from harness.localproc import free_port, wait_listening
 
@@ -27,21 +32,65 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def make_data_dir(data_dir: Path, topic: str, partitions: int) -> None:
-    """The topic store file plus one directory per partition holding what a broker that led
+    """A data dir of `partitions` partitions of `topic`, each holding what a broker that led
     it at epoch 0 leaves behind: a segment with one batch, an empty index, the leader-epoch
-    checkpoint. (Empty partitions would also start, but each start would then rewrite and
-    fsync every epoch checkpoint, as Kafka's truncateFromEnd does: minutes on a slow disk.)"""
-    batch = build_batch([(None, b"seed")], timestamp=0)
+    checkpoint; and no clean-shutdown marker, so the next start recovers every segment.
+
+    The topic is made the way a user makes one: `highwater broker` starts once on the empty
+    dir (combined mode: its own controller keeps the topic in `<data-dir>/controller/`), a
+    CreateTopics creates it, and the broker stops cleanly; then each segment gets its batch.
+    (Empty partitions would also start, but each start would then rewrite and fsync every
+    epoch checkpoint, as Kafka's truncateFromEnd does: minutes on a slow disk.)"""
     data_dir.mkdir(parents=True)
-    (data_dir / FILE_NAME).write_text(json.dumps({topic: {
-        "topic_id": str(uuid.uuid4()), "num_partitions": partitions,
-        "replication_factor": 1, "configs": {}}}))  # fmt: skip
+    port = free_port()
+    cmd = [sys.executable, "-m", "broker_app.server.main", "--node-id", "1",
+           "--port", str(port), "--data-dir", str(data_dir)]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_listening(port, proc, 60.0, "broker")
+        _create_topic(port, topic, partitions)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    batch = build_batch([(None, b"seed")], timestamp=0)
     for i in range(partitions):
         d = data_dir / f"{topic}-{i}"
-        d.mkdir()
+        if not d.is_dir():
+            raise RuntimeError(f"the broker stopped before it hosted {d.name}")
         (d / "00000000000000000000.log").write_bytes(batch)
-        (d / "00000000000000000000.index").touch()
+        (d / "00000000000000000000.index").write_bytes(b"")
         (d / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
+    (data_dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+
+
+def _create_topic(port: int, topic: str, partitions: int) -> None:
+    """CreateTopics through the broker; returns once every partition's directory exists (the
+    broker hosts them when it applies the controller's records)."""
+    body = build(request_class(ApiKey.CREATE_TOPICS, 7), {
+        "topics": [{"name": topic, "num_partitions": partitions, "replication_factor": 1,
+                    "assignments": [], "configs": []}],
+        "timeout": 600_000, "validate_only": False})  # fmt: skip
+    with socket.create_connection(("127.0.0.1", port), timeout=600) as sock:
+        sock.sendall(encode_request("bench-startup", 1, body))
+        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
+        _, resp = decode_response(ApiKey.CREATE_TOPICS, 7, _read_exactly(sock, size))
+    [t] = resp.topics
+    if t.error_code.value != Errors.NONE:
+        raise RuntimeError(f"CreateTopics {topic!r}: {t.error_code.name}: {t.error_message}")
+
+
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        buf += chunk
+    return buf
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,20 +98,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fd-limit", type=int, default=256)
 
 
-def _start_seconds(data_dir: Path, fd_limit: int) -> float:
+def _start_seconds(data_dir: Path, fd_limit: int) -> tuple[float, float]:
+    """(seconds until it listens, seconds until it answers an ApiVersions): a broker answers
+    clients once its controller unfenced it, after it applied the metadata."""
     port = free_port()
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
 
     cmd = [sys.executable, "-m", "broker_app.server.main", "--node-id", "1",
-           "--port", str(port), "--data-dir", str(data_dir)]  # fmt: skip
+           "--port", str(port), "--data-dir", str(data_dir), "--log-level", "WARNING"]  # fmt: skip
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, preexec_fn=limit)  # fmt: skip
     try:
         wait_listening(port, proc, 600.0, "broker")
-        return time.monotonic() - t0
+        listening = time.monotonic() - t0
+        body = build(request_class(ApiKey.API_VERSIONS, 3), {
+            "client_software_name": "bench-startup", "client_software_version": "1"})
+        with socket.create_connection(("127.0.0.1", port), timeout=600) as sock:
+            sock.sendall(encode_request("bench-startup", 1, body))
+            _read_exactly(sock, 4)
+        return listening, time.monotonic() - t0
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -77,5 +134,7 @@ def run(args: argparse.Namespace) -> int:
         first = _start_seconds(data_dir, args.fd_limit)
         second = _start_seconds(data_dir, args.fd_limit)
     print(f"partitions={args.partitions} fd_limit={args.fd_limit} build_dir_s={build_s:.1f} "
-          f"first_start_s={first:.1f} (recovery) second_start_s={second:.1f} (clean)")  # fmt: skip
+          f"first_start: listening_s={first[0]:.1f} serving_s={first[1]:.1f} (recovery, "
+          f"unclean) second_start: listening_s={second[0]:.1f} serving_s={second[1]:.1f} "
+          "(clean)")  # fmt: skip
     return 0

@@ -2,10 +2,10 @@
 
 - up [--brokers N] [--controllers C | --controller] [--run-id ID] [--disk-faults]
   [--broker-arg ARG ...]: starts the cluster (C KRaft controllers controller-1..C in one Raft
-  quorum, every link through its own proxy; --controller is C=1; neither: brokers alone),
-  labelled owner=detached; prints the run id, the bootstrap address (through the proxies), the
-  Toxiproxy API address and each node's own published port, then exits leaving it up. Ctrl-C
-  during start-up removes what was made.
+  quorum, every link through its own proxy; --controller is C=1; neither: each broker alone,
+  its own controller in its process), labelled owner=detached; prints the run id, the
+  bootstrap address (through the proxies), the Toxiproxy API address and each node's own
+  published port, then exits leaving it up. Ctrl-C during start-up removes what was made.
 - status [--run-id ID]: every highwater run (or one), its containers, states and addresses.
 - down [--run-id ID]: removes the run (without --run-id: the only detached run, if exactly one).
 Exit codes: 0 ok, 1 error (message on stderr), 130 interrupted.

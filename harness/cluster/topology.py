@@ -121,7 +121,9 @@ class Link:
 @dataclass(frozen=True)
 class Topology:
     brokers: int
-    controllers: int = 0  # the KRaft quorum's size; 0: no controller (brokers run alone)
+    # the KRaft quorum's size; 0: no controller container, each broker runs alone in combined
+    # mode (its own one-voter controller in its process: broker_app/server/combined.py)
+    controllers: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= MAX_BROKERS:

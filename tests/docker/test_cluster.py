@@ -1,8 +1,8 @@
 """A 3-broker cluster behind Toxiproxy: real clients through the proxies, network and process
 faults. One cluster for the whole module; tests use distinct topics and leave the links healed.
 
-The brokers are independent single-node brokers until the controller is wired (they get
---controller/--peer only when the image supports them), so each test talks to one broker.
+The brokers run without a controller container: each is a cluster of its own (combined mode,
+its own controller in its process), so each test talks to one broker.
 """
 
 from __future__ import annotations

@@ -55,7 +55,9 @@ def _produce_and_fetch(port: int, partition: int, value: bytes) -> list[bytes]:
             "last_fetched_epoch": -1, "log_start_offset": -1,
             "partition_max_bytes": 1 << 20}]}],
         "forgotten_topics_data": [], "rack_id": ""})  # fmt: skip
-    with RawClient(port, timeout=30) as c:
+    # Generous: after the first (unclean) start a lone broker answers only once its controller
+    # re-elected all 10,000 partitions (KIP-966), which `highwater bench startup` times.
+    with RawClient(port, timeout=300) as c:
         p = c.request(produce).responses[0].partition_responses[0]
         assert int(p.error_code) == Errors.NONE
         part = c.request(fetch, correlation_id=2).responses[0].partitions[0]

@@ -15,13 +15,13 @@ from broker_app.clock import BrokerClock
 from broker_app.config import BrokerConfig
 from broker_app.protocol.apis import ApiKey
 from broker_app.protocol.error_codes import Errors as E
-from broker_app.server.main import build_broker
 from harness.nemesis.handlers import heal_everything
 from harness.plan import PlanError, load_plan
 from harness.plan.model import Step
 from harness.plan.targets import Target
 from tests.unit.nemesis.test_handlers import FakeCluster, _fault
 from tests.unit.plan.conftest import BASE
+from tests.unit.protocol.lone_broker import LoneBroker
 from tests.unit.protocol.test_group_apis import _call, _find, _join
 
 
@@ -56,27 +56,27 @@ def test_a_forward_jump_expires_group_sessions_and_reaches_every_log(tmp_path: P
     session.timeout.ms removes a member that heartbeats on time in real time."""
     config = BrokerConfig(node_id=1, data_dir=tmp_path / "d", port=9092,
                           offsets_topic_num_partitions=1, group_initial_rebalance_delay_ms=0)
-    apis, lm = build_broker(config)
+    broker = LoneBroker(config)
     try:
-        clock = apis.groups.clock
-        apis._create_topic("t", 1, 1, {})
-        assert _find(apis).error_code.value == E.NONE
-        member = _join(apis, _join(apis).member_id).member_id
+        clock = broker.apis.groups.clock
+        broker.create_topic("t")
+        assert _find(broker).error_code.value == E.NONE
+        member = _join(broker, _join(broker).member_id).member_id
         heartbeat = {"group_id": "g", "generation_id": 1, "member_id": member,
                      "group_instance_id": None}
-        apis.groups.tick()
-        assert _call(apis, ApiKey.HEARTBEAT, 4, heartbeat).error_code.value == E.NONE
+        broker.apis.groups.tick()
+        assert _call(broker, ApiKey.HEARTBEAT, 4, heartbeat).error_code.value == E.NONE
         clock.skew(11_000)  # the member's session timeout is 10 s
-        apis.groups.tick()
-        assert _call(apis, ApiKey.HEARTBEAT, 4, heartbeat).error_code.value == E.UNKNOWN_MEMBER_ID
+        broker.apis.groups.tick()
+        assert _call(broker, ApiKey.HEARTBEAT, 4, heartbeat).error_code.value == E.UNKNOWN_MEMBER_ID
         # the same seam times the ReplicaManager and stamps every log's wall clock
-        log = lm.get_log(("t", 0))
+        log = broker.log_manager.get_log(("t", 0))
         assert abs(log.wall_clock_ms() - clock.wall_ms()) < 1000
-        assert apis.replica_manager.clock() - clock.monotonic_ms() <= 0
+        assert broker.replica_manager.clock() - clock.monotonic_ms() <= 0
         clock.skew(0)
         assert abs(log.wall_clock_ms() - clock.wall_ms()) < 1000
     finally:
-        lm.shutdown()
+        broker.close()
 
 
 def _post(server: AdminServer, target: str) -> tuple[int, dict]:

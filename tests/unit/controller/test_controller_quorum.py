@@ -59,7 +59,6 @@ def test_bad_registrations_are_rejected_with_a_reason(make_cluster):
 
     for req, code in [
         (RegisterBrokerRequest(-1, "i", "h", 1), Errors.INVALID_REQUEST),
-        (RegisterBrokerRequest(3000, "i", "h", 1), Errors.INVALID_REQUEST),
         (RegisterBrokerRequest(1, "i", "", 1), Errors.INVALID_REQUEST),
         (RegisterBrokerRequest(1, "i", "h", 70000), Errors.INVALID_REQUEST),
         (RegisterBrokerRequest(1, "i", "h", 1, cluster_id="other"), Errors.INCONSISTENT_CLUSTER_ID),
@@ -67,6 +66,17 @@ def test_bad_registrations_are_rejected_with_a_reason(make_cluster):
         resp, recs = c.controller.register_broker(req, 0)
         assert resp.error == code and resp.message and recs == []
     assert c.image.brokers == {}
+
+
+def test_a_broker_may_share_the_controllers_node_id(make_cluster):
+    """Combined mode (server/combined.py): one node.id for both roles, as Kafka allows (its
+    ClusterControlManager.registerBroker has no such check)."""
+    c = make_cluster()
+    from broker_app.controller.messages import RegisterBrokerRequest
+
+    resp, recs = c.controller.register_broker(
+        RegisterBrokerRequest(c.controller.config.node_id, "i", "h", 1), 0)
+    assert resp.error == Errors.NONE and recs
 
 
 # --- fencing on session expiry --------------------------------------------------------------
@@ -459,8 +469,7 @@ def test_restart_replays_the_log_to_the_same_image(tmp_path):
 
 
 def test_one_create_topics_request_creates_at_most_its_partition_budget(cluster):
-    from broker_app.controller.quorum_controller import MAX_PARTITIONS_PER_CREATE_REQUEST as cap
-
+    cap = cluster.controller.config.max_partitions_per_create_request
     topics = [NewTopic("a", cap - 10, 1), NewTopic("b", 10, 1), NewTopic("c", 1, 1)]
     resp, _recs = cluster.controller.create_topics(CreateTopicsRequest(topics), 0)
     errors = {r.name: r.error for r in resp.results}

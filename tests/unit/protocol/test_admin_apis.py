@@ -6,13 +6,10 @@ from types import SimpleNamespace
 
 from broker_app.metadata.image import PartitionRegistration
 from broker_app.protocol.apis import ApiKey
-from broker_app.protocol.codec import decode_request, encode_request, request_class
-from broker_app.protocol.entities import build
 
 
-def _handle(apis, api_key: int, version: int, data: dict):
-    body = build(request_class(api_key, version), data)
-    return apis.handle(decode_request(encode_request("t", 1, body)[4:]))
+def _handle(broker, api_key: int, version: int, data: dict):
+    return broker.call(api_key, version, data)
 
 
 def _image() -> SimpleNamespace:
@@ -25,27 +22,29 @@ def _image() -> SimpleNamespace:
     return SimpleNamespace(topics=topics, brokers=brokers, live_brokers=lambda: [1, 3])
 
 
-def test_describe_cluster_lists_live_brokers_and_an_alive_controller(apis) -> None:
-    apis.cluster = SimpleNamespace(image=_image())
+def test_describe_cluster_lists_live_brokers_and_an_alive_controller(broker) -> None:
+    broker.apis.cluster = SimpleNamespace(image=_image())
     data = {"include_cluster_authorized_operations": False, "endpoint_type": 1}
-    resp = _handle(apis, ApiKey.DESCRIBE_CLUSTER, 1, data)
+    resp = _handle(broker, ApiKey.DESCRIBE_CLUSTER, 1, data)
     assert [(b.broker_id, b.host, b.port) for b in resp.brokers] == [(1, "h1", 9001),
                                                                      (3, "h3", 9003)]  # fmt: skip
     assert resp.controller_id in (1, 3) and resp.cluster_id == "highwater-cluster"
 
 
-def test_list_partition_reassignments_shows_only_moving_partitions(apis) -> None:
-    apis.cluster = SimpleNamespace(image=_image())
-    resp = _handle(apis, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout": 1000, "topics": None})
+def test_list_partition_reassignments_shows_only_moving_partitions(broker) -> None:
+    broker.apis.cluster = SimpleNamespace(image=_image())
+    everything = {"timeout": 1000, "topics": None}
+    resp = _handle(broker, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, everything)
     [topic] = resp.topics
     [part] = topic.partitions
     assert (topic.name, part.partition_index) == ("a", 1)
     assert (list(part.adding_replicas), list(part.removing_replicas)) == ([3], [2])
     asked = {"timeout": 1000, "topics": [{"name": "a", "partition_indexes": [0]}]}
-    assert _handle(apis, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, asked).topics == ()
+    assert _handle(broker, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, asked).topics == ()
 
 
-def test_single_node_cannot_reassign(apis) -> None:
-    resp = _handle(apis, ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {"timeout": 1000, "topics": [
+def test_reassigning_to_an_unregistered_broker_is_refused(broker) -> None:
+    broker.create_topic("t")  # on the lone broker 1; there is no broker 2
+    resp = _handle(broker, ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {"timeout": 1000, "topics": [
         {"name": "t", "partitions": [{"partition_index": 0, "replicas": [2]}]}]})  # fmt: skip
     assert resp.responses[0].partitions[0].error_code.value == 39  # INVALID_REPLICA_ASSIGNMENT

@@ -9,8 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from broker_app.protocol.apis import ADVERTISED_APIS, SUPPORTED_APIS, ApiKey
-from broker_app.protocol.codec import decode_request, encode_request, request_class
-from broker_app.protocol.entities import build
+from broker_app.protocol.codec import decode_request
 from broker_app.protocol.errors import UnsupportedRequest
 
 
@@ -30,13 +29,12 @@ def test_produce_v0_to_v2_requests_are_rejected(version: int) -> None:
     assert e.value.api_version == version and e.value.correlation_id == 7
 
 
-def _handle(apis, api_key: int, version: int, data: dict):
-    body = build(request_class(api_key, version), data)
-    return apis.handle(decode_request(encode_request("t", 1, body)[4:]))
+def _handle(broker, api_key: int, version: int, data: dict):
+    return broker.call(api_key, version, data)
 
 
-def test_api_versions_response_lists_produce_from_v0(apis) -> None:
-    resp = _handle(apis, ApiKey.API_VERSIONS, 3,
+def test_api_versions_response_lists_produce_from_v0(broker) -> None:
+    resp = _handle(broker, ApiKey.API_VERSIONS, 3,
                    {"client_software_name": "t", "client_software_version": "1"})  # fmt: skip
     produce = next(a for a in resp.api_keys if a.api_key == ApiKey.PRODUCE)
     assert (produce.min_version, produce.max_version) == (0, SUPPORTED_APIS[ApiKey.PRODUCE][1])
@@ -53,11 +51,11 @@ class _Image:
 
 
 @pytest.mark.parametrize("live,allowed", [([1, 2, 3], {1, 2, 3}), ([], {-1})])
-def test_cluster_metadata_controller_id_is_an_alive_broker(apis, live, allowed) -> None:
-    apis.cluster = SimpleNamespace(image=_Image(live))
+def test_cluster_metadata_controller_id_is_an_alive_broker(broker, live, allowed) -> None:
+    broker.apis.cluster = SimpleNamespace(image=_Image(live))
     seen = set()
     for _ in range(30):
-        resp = _handle(apis, ApiKey.METADATA, 12, {
+        resp = _handle(broker, ApiKey.METADATA, 12, {
             "topics": [], "allow_auto_topic_creation": False,
             "include_topic_authorized_operations": False,
         })  # fmt: skip

@@ -1,5 +1,6 @@
-"""KafkaApis without sockets: every advertised (api, version) decodes, is handled and encodes;
-plus the produce/fetch/offsets rules on a real Log in a tmp dir."""
+"""KafkaApis of a lone broker (combined mode, lone_broker.py): every advertised (api, version)
+decodes, is handled and encodes; plus the produce/fetch/offsets rules on a real Log in a tmp
+dir."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ from broker_app.protocol.codec import (
 )
 from broker_app.protocol.entities import build
 from broker_app.protocol.error_codes import Errors
-from broker_app.server.kafka_apis import NO_RESPONSE, CloseConnection, DelayedFetch, KafkaApis
-from broker_app.server.main import build_broker
+from broker_app.server.kafka_apis import NO_RESPONSE, CloseConnection, DelayedFetch
 from broker_app.storage.records import build_batch
+from tests.unit.protocol.lone_broker import LoneBroker
 
 
 def request_data(api_key: int, batch: bytes) -> dict[str, Any]:
@@ -195,10 +196,10 @@ def request_data(api_key: int, batch: bytes) -> dict[str, Any]:
 ORDER = [ApiKey.CREATE_TOPICS] + [k for k in SUPPORTED_APIS if k != ApiKey.CREATE_TOPICS]
 
 
-def roundtrip(apis: KafkaApis, body: Any) -> Any:
+def roundtrip(broker: LoneBroker, body: Any) -> Any:
     frame = encode_request("test", 11, body)[4:]
     request = decode_request(frame)
-    result = apis.handle(request)
+    result = broker.handle(request)
     if isinstance(result, DelayedFetch):
         result = result.complete(True)
     wire = encode_response(request.correlation_id, request.api_key, result)[4:]
@@ -215,16 +216,15 @@ ALL_VERSIONS = [
 
 
 @pytest.mark.parametrize("api_key,version", ALL_VERSIONS)
-def test_every_advertised_version_round_trips(apis, api_key: int, version: int) -> None:
+def test_every_advertised_version_round_trips(broker, api_key: int, version: int) -> None:
     batch = build_batch([(None, b"v1"), (b"k", b"v2")])
     if api_key != ApiKey.CREATE_TOPICS:
-        apis.topics.create("t", 1, 1, {})
-        apis._host_topic(apis.topics.get("t"))
+        broker.create_topic("t")
     data = request_data(api_key, batch)
     if api_key == ApiKey.FETCH:  # v13+ names the topic by id
-        data["topics"][0]["topic_id"] = apis.topics.get("t").topic_id
+        data["topics"][0]["topic_id"] = broker.topic("t").topic_id
     body = build(request_class(api_key, version), data)
-    resp = roundtrip(apis, body)
+    resp = roundtrip(broker, body)
     if api_key == ApiKey.PRODUCE:
         part = resp.responses[0].partition_responses[0]
         assert (part.error_code.value, part.base_offset) == (0, 0)
@@ -242,13 +242,13 @@ def test_every_advertised_version_round_trips(apis, api_key: int, version: int) 
     elif api_key == ApiKey.DELETE_TOPICS:
         assert resp.responses[0].error_code.value == Errors.UNKNOWN_TOPIC_OR_PARTITION
     elif api_key == ApiKey.CREATE_PARTITIONS:
-        assert resp.results[0].error_code.value == 0 and apis.topics.get("t").num_partitions == 2
+        assert resp.results[0].error_code.value == 0 and len(broker.topic("t").partitions) == 2
     elif api_key == ApiKey.DESCRIBE_CONFIGS:
         configs = {c.name: c.value for c in resp.results[0].configs}
         assert configs["min.insync.replicas"] == "1" and configs["cleanup.policy"] == "delete"
     elif api_key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
         assert resp.responses[0].error_code.value == 0
-        assert apis.topics.get("t").configs == {"retention.ms": "5"}
+        assert dict(broker.topic("t").configs) == {"retention.ms": "5"}
     elif api_key == ApiKey.DELETE_RECORDS:
         p = resp.topics[0].partitions[0]
         assert (p.error_code.value, p.low_watermark) == (0, 0)
@@ -262,89 +262,89 @@ def test_every_advertised_version_round_trips(apis, api_key: int, version: int) 
         assert list(p.eligible_leader_replicas) == []
 
 
-def _produce(apis: KafkaApis, batch: bytes, acks: int = 1, topic: str = "t") -> Any:
+def _produce(broker: LoneBroker, batch: bytes, acks: int = 1, topic: str = "t") -> Any:
     body = build(request_class(ApiKey.PRODUCE, 9), request_data(ApiKey.PRODUCE, batch) | {
         "acks": acks,
         "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
     })  # fmt: skip
     request = decode_request(encode_request("t", 1, body)[4:])
-    return apis.handle(request)
+    return broker.handle(request)
 
 
-def test_idempotent_retry_acknowledged_once_with_original_offset(apis) -> None:
-    apis._create_topic("t", 1, 1, {})
+def test_idempotent_retry_acknowledged_once_with_original_offset(broker) -> None:
+    broker.create_topic("t")
     first = build_batch(
         [(None, b"a"), (None, b"b")], producer_id=7, producer_epoch=0, base_sequence=0
     )
     second = build_batch([(None, b"c")], producer_id=7, producer_epoch=0, base_sequence=2)
     gap = build_batch([(None, b"d")], producer_id=7, producer_epoch=0, base_sequence=9)
     for b, want in [(first, 0), (second, 2), (first, 0)]:
-        part = _produce(apis, b).responses[0].partition_responses[0]
+        part = _produce(broker, b).responses[0].partition_responses[0]
         assert (part.error_code.value, part.base_offset) == (0, want)
-    part = _produce(apis, gap).responses[0].partition_responses[0]
+    part = _produce(broker, gap).responses[0].partition_responses[0]
     assert part.error_code.value == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
-    log = apis.replica_manager.get_partition("t", 0).log
+    log = broker.replica_manager.get_partition("t", 0).log
     assert log.log_end_offset == 3  # the retried batch was not written twice
 
 
-def test_acks_zero_sends_nothing_and_failures_close(apis) -> None:
-    apis._create_topic("t", 1, 1, {})
-    assert _produce(apis, build_batch([(None, b"a")]), acks=0) is NO_RESPONSE
-    res = _produce(apis, build_batch([(None, b"a")]), acks=0, topic="missing")
+def test_acks_zero_sends_nothing_and_failures_close(broker) -> None:
+    broker.create_topic("t")
+    assert _produce(broker, build_batch([(None, b"a")]), acks=0) is NO_RESPONSE
+    res = _produce(broker, build_batch([(None, b"a")]), acks=0, topic="missing")
     assert isinstance(res, CloseConnection) and "missing-0" in res.reason
 
 
-def test_min_insync_replicas_and_invalid_acks(apis_pre37, apis) -> None:
+def test_min_insync_replicas_and_invalid_acks(broker_pre37, broker) -> None:
     batch = build_batch([(None, b"a")])
     # Kafka 3.7+ (KAFKA-15583): min.insync.replicas=2 on one replica is capped at 1.
-    apis._create_topic("t", 1, 1, {"min.insync.replicas": "2"})
-    assert _produce(apis, batch, acks=-1).responses[0].partition_responses[0] \
+    broker.create_topic("t", min_insync_replicas="2")
+    assert _produce(broker, batch, acks=-1).responses[0].partition_responses[0] \
         .error_code.value == Errors.NONE
     # Before 3.7 the configured value stands: every acks=all write is refused.
-    apis = apis_pre37
-    apis._create_topic("t", 1, 1, {"min.insync.replicas": "2"})
-    part = _produce(apis, batch, acks=-1).responses[0].partition_responses[0]
+    broker = broker_pre37
+    broker.create_topic("t", min_insync_replicas="2")
+    part = _produce(broker, batch, acks=-1).responses[0].partition_responses[0]
     assert part.error_code.value == Errors.NOT_ENOUGH_REPLICAS
     assert "min.insync.replicas 2" in part.error_message
-    part = _produce(apis, batch, acks=1).responses[0].partition_responses[0]
+    part = _produce(broker, batch, acks=1).responses[0].partition_responses[0]
     assert part.error_code.value == Errors.NONE
-    part = _produce(apis, batch, acks=2).responses[0].partition_responses[0]
+    part = _produce(broker, batch, acks=2).responses[0].partition_responses[0]
     assert part.error_code.value == Errors.INVALID_REQUIRED_ACKS
 
 
-def test_corrupt_batch_rejected_and_log_untouched(apis) -> None:
-    apis._create_topic("t", 1, 1, {})
+def test_corrupt_batch_rejected_and_log_untouched(broker) -> None:
+    broker.create_topic("t")
     bad = bytearray(build_batch([(None, b"payload")]))
     bad[-1] ^= 0xFF  # inside the CRC-covered part
-    part = _produce(apis, bytes(bad)).responses[0].partition_responses[0]
+    part = _produce(broker, bytes(bad)).responses[0].partition_responses[0]
     assert part.error_code.value == Errors.CORRUPT_MESSAGE
-    assert apis.replica_manager.get_partition("t", 0).log.log_end_offset == 0
+    assert broker.replica_manager.get_partition("t", 0).log.log_end_offset == 0
 
 
-def test_fetch_waits_then_completes_when_data_arrives(apis) -> None:
-    apis._create_topic("t", 1, 1, {})
+def test_fetch_waits_then_completes_when_data_arrives(broker) -> None:
+    broker.create_topic("t")
     data = request_data(ApiKey.FETCH, b"") | {"max_wait": 500}
     request = decode_request(encode_request("t", 1, build(request_class(1, 12), data))[4:])
-    delayed = apis.handle(request)
+    delayed = broker.handle(request)
     assert isinstance(delayed, DelayedFetch) and delayed.max_wait_ms == 500
     assert delayed.complete(False) is None  # still nothing to return
-    assert not delayed.ready.done and apis.replica_manager.fetch_purgatory.watched(("t", 0)) == 1
-    _produce(apis, build_batch([(None, b"x")]))
+    assert not delayed.ready.done and broker.replica_manager.fetch_purgatory.watched(("t", 0)) == 1
+    _produce(broker, build_batch([(None, b"x")]))
     assert delayed.ready.done  # the fetch purgatory woke it
-    assert apis.replica_manager.fetch_purgatory.watched(("t", 0)) == 0
+    assert broker.replica_manager.fetch_purgatory.watched(("t", 0)) == 0
     resp = delayed.complete(False)
     p = resp.responses[0].partitions[0]
     assert p.high_watermark == 1 and p.records.startswith(b"\0" * 8)
 
 
-def test_create_topics_validation(apis) -> None:
+def test_create_topics_validation(broker) -> None:
     def create(**t: Any) -> Any:
         topic = {"name": "x", "num_partitions": 1, "replication_factor": 1,
                  "assignments": [], "configs": []} | t  # fmt: skip
         body = build(
             request_class(19, 7), {"topics": [topic], "timeout": 1, "validate_only": False}
         )
-        return roundtrip(apis, body).topics[0]
+        return roundtrip(broker, body).topics[0]
 
     assert create(replication_factor=2).error_code.value == Errors.INVALID_REPLICATION_FACTOR
     assert create(num_partitions=0).error_code.value == Errors.INVALID_PARTITIONS
@@ -356,16 +356,16 @@ def test_create_topics_validation(apis) -> None:
     assert create().error_code.value == Errors.TOPIC_ALREADY_EXISTS
 
 
-def test_transactional_produce_refused_per_partition(apis) -> None:
-    apis._create_topic("t", 1, 1, {})
+def test_transactional_produce_refused_per_partition(broker) -> None:
+    broker.create_topic("t")
     body = build(request_class(ApiKey.PRODUCE, 9), request_data(ApiKey.PRODUCE, b"") | {
         "transactional_id": "tx",
         "topic_data": [{"name": "t", "partition_data": [
             {"index": 0, "records": build_batch([(None, b"a")])}]}],
     })  # fmt: skip
-    part = roundtrip(apis, body).responses[0].partition_responses[0]
+    part = roundtrip(broker, body).responses[0].partition_responses[0]
     assert part.error_code.value == Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert apis.replica_manager.get_partition("t", 0).log.log_end_offset == 0
+    assert broker.replica_manager.get_partition("t", 0).log.log_end_offset == 0
 
 
 def test_null_broker_counts_offsets_and_stores_nothing() -> None:
@@ -393,17 +393,15 @@ def test_null_broker_lists_what_librdkafka_needs_for_v2_batches() -> None:
     assert listed[ApiKey.PRODUCE] >= 3 and listed[ApiKey.FETCH] >= 4
 
 
-def _metadata(apis: KafkaApis, name: str, allow_auto: bool) -> Any:
+def _metadata(broker: LoneBroker, name: str, allow_auto: bool) -> Any:
     data = request_data(ApiKey.METADATA, b"") | {
         "topics": [{"name": name, "topic_id": uuid.UUID(int=0)}],
         "allow_auto_topic_creation": allow_auto,
     }
-    return roundtrip(apis, build(request_class(ApiKey.METADATA, 12), data)).topics[0]
+    return roundtrip(broker, build(request_class(ApiKey.METADATA, 12), data)).topics[0]
 
 
 def test_metadata_auto_creates_only_when_client_and_broker_allow(tmp_path: Path) -> None:
-    from broker_app.server.topic_store import TopicStore
-
     for broker_allows in (True, False):
         config = BrokerConfig(
             node_id=1,
@@ -412,59 +410,61 @@ def test_metadata_auto_creates_only_when_client_and_broker_allow(tmp_path: Path)
             auto_create_topics=broker_allows,
             num_partitions=3,
         )
-        apis, log_manager = build_broker(config)
+        broker = LoneBroker(config)
         try:
-            refused = _metadata(apis, "auto", allow_auto=False)
+            refused = _metadata(broker, "auto", allow_auto=False)
             assert refused.error_code.value == Errors.UNKNOWN_TOPIC_OR_PARTITION
-            t = _metadata(apis, "auto", allow_auto=True)
+            t = _metadata(broker, "auto", allow_auto=True)
             if broker_allows:
+                # Asked of the controller: clients retry until it has leaders (Kafka's KRaft
+                # brokers answer the same).
+                assert t.error_code.value == Errors.LEADER_NOT_AVAILABLE
+                broker.wait_for_topic("auto")
+                t = _metadata(broker, "auto", allow_auto=True)
                 assert t.error_code.value == 0 and len(t.partitions) == 3
-                assert TopicStore(config.data_dir).get("auto").num_partitions == 3
             else:
                 assert t.error_code.value == Errors.UNKNOWN_TOPIC_OR_PARTITION
-                assert TopicStore(config.data_dir).get("auto") is None
+                assert broker.topic("auto") is None
         finally:
-            log_manager.shutdown()
+            broker.close()
 
 
-def test_batch_over_message_max_bytes_is_message_too_large(apis) -> None:
-    apis._create_topic("t", 1, 1, {})
-    big = build_batch([(None, b"\x01" * (apis.config.max_message_bytes + 10))])
-    part = _produce(apis, big).responses[0].partition_responses[0]
+def test_batch_over_message_max_bytes_is_message_too_large(broker) -> None:
+    broker.create_topic("t")
+    big = build_batch([(None, b"\x01" * (broker.config.max_message_bytes + 10))])
+    part = _produce(broker, big).responses[0].partition_responses[0]
     assert part.error_code.value == Errors.MESSAGE_TOO_LARGE
-    assert apis.replica_manager.get_partition("t", 0).log.log_end_offset == 0
+    assert broker.replica_manager.get_partition("t", 0).log.log_end_offset == 0
 
 
-def test_offset_commit_rules(apis) -> None:
-    apis._create_topic("t", 1, 1, {})
-    find = build(request_class(ApiKey.FIND_COORDINATOR, 3), {"key": "g", "key_type": 0})
-    assert roundtrip(apis, find).node_id == 1  # creates and loads __consumer_offsets
+def test_offset_commit_rules(broker) -> None:
+    broker.create_topic("t")
+    assert broker.find_coordinator("g").node_id == 1  # creates and loads __consumer_offsets
 
     def commit(group: str, topic: str, metadata: str) -> int:
         data = request_data(ApiKey.OFFSET_COMMIT, b"") | {"group_id": group}
         data["topics"][0]["name"] = topic
         data["topics"][0]["partitions"][0]["committed_metadata"] = metadata
         body = build(request_class(ApiKey.OFFSET_COMMIT, 8), data)
-        return roundtrip(apis, body).topics[0].partitions[0].error_code.value
+        return roundtrip(broker, body).topics[0].partitions[0].error_code.value
 
     assert commit("g", "t", "ok") == Errors.NONE
     assert commit("", "t", "ok") == Errors.INVALID_GROUP_ID
     assert commit("g", "nope", "ok") == Errors.UNKNOWN_TOPIC_OR_PARTITION
     assert commit("g", "t", "m" * 5000) == Errors.OFFSET_METADATA_TOO_LARGE
-    _, found = apis.groups.coordinator.fetch_offsets("g", [("t", 0)])
+    _, found = broker.apis.groups.coordinator.fetch_offsets("g", [("t", 0)])
     assert found[("t", 0)].metadata == "ok"
 
 
 def test_metadata_topic_without_name_or_known_id_is_unknown_topic_id(tmp_path: Path) -> None:
     """Found by the fuzzer: a v12 topic with a null name and the zero id hit an assert."""
-    config = BrokerConfig(node_id=1, data_dir=tmp_path / "d", port=9092)
-    apis, log_manager = build_broker(config)
+    broker = LoneBroker(BrokerConfig(node_id=1, data_dir=tmp_path / "d", port=9092))
     try:
         for topic_id in (uuid.UUID(int=0), uuid.uuid4()):
             data = request_data(ApiKey.METADATA, b"") | {
                 "topics": [{"name": None, "topic_id": topic_id}],
             }
-            t = roundtrip(apis, build(request_class(ApiKey.METADATA, 12), data)).topics[0]
+            t = roundtrip(broker, build(request_class(ApiKey.METADATA, 12), data)).topics[0]
             assert t.error_code.value == Errors.UNKNOWN_TOPIC_ID, topic_id
     finally:
-        log_manager.shutdown()
+        broker.close()

@@ -114,8 +114,10 @@ async def test_real_fetcher_thread_yields_while_fenced_and_resumes_on_new_epoch(
     tmp_path: Path,
 ) -> None:
     # Leader: broker 1's real request handlers behind a real socket, leading t-0 at epoch 5.
+    # (its link to a controller is never started: the partition is set by hand)
     leader_apis, leader_logs = build_broker(
-        BrokerConfig(node_id=A, data_dir=tmp_path / "leader", port=0)
+        BrokerConfig(node_id=A, data_dir=tmp_path / "leader", port=0,
+                     controller=("127.0.0.1", 1))
     )
     leader_rm = leader_apis.replica_manager
     leader_rm.apply_partition("t", 0, A, 5, (A, B), (A, B), 0, 1)

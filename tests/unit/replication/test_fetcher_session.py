@@ -58,7 +58,9 @@ def _round(session: FetcherSession, leader: KafkaApis) -> list[tuple[int, int]]:
 
 
 def _leader(tmp_path: Path) -> KafkaApis:
-    apis, _logs = build_broker(BrokerConfig(node_id=A, data_dir=tmp_path / "leader", port=0))
+    # Its link to a controller is never started: the tests set the partitions by hand.
+    apis, _logs = build_broker(BrokerConfig(node_id=A, data_dir=tmp_path / "leader", port=0,
+                                            controller=("127.0.0.1", 1)))
     apis.replica_manager.topic_ids.update(TOPIC_IDS)
     return apis
 
