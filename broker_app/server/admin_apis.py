@@ -16,32 +16,29 @@
 from __future__ import annotations
 
 import shutil
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from broker_app.protocol.codec import Request
 from broker_app.protocol.error_codes import Errors
 from broker_app.storage.errors import StorageError
 
-from .api_common import CLUSTER_OPERATIONS, authorized_operations
-
-if TYPE_CHECKING:
-    from .kafka_apis import KafkaApis
+from .api_common import CLUSTER_OPERATIONS, BrokerContext, authorized_operations, respond
 
 
 class AdminApis:
-    def __init__(self, apis: KafkaApis) -> None:
-        self.apis = apis
+    def __init__(self, broker: BrokerContext) -> None:
+        self.broker = broker
 
     def handle_describe_cluster(self, request: Request) -> Any:
-        config = self.apis.config
+        config = self.broker.config
         host, port = config.advertised
-        image = self.apis.cluster.image
+        image = self.broker.cluster.image
         live = image.live_brokers()
         brokers = [{"broker_id": b, "host": image.brokers[b].host,
                     "port": image.brokers[b].port, "rack": image.brokers[b].rack}
                    for b in live]  # fmt: skip
-        controller = self.apis.rng.choice(live) if live else -1
-        return self.apis._respond(request, {
+        controller = self.broker.rng.choice(live) if live else -1
+        return respond(request, {
             "throttle_time": 0, "error_code": Errors.NONE, "error_message": None,
             "endpoint_type": 1, "cluster_id": config.cluster_id, "controller_id": controller,
             "brokers": brokers,
@@ -51,11 +48,11 @@ class AdminApis:
         })  # fmt: skip
 
     def handle_alter_partition_reassignments(self, request: Request) -> Any:
-        return self.apis.cluster.forward(request.body)
+        return self.broker.cluster.forward(request.body)
 
     def handle_list_partition_reassignments(self, request: Request) -> Any:
         topics: list[dict[str, Any]] = []
-        image = self.apis.cluster.image
+        image = self.broker.cluster.image
         wanted = None if request.body.topics is None else {
             t.name: set(t.partition_indexes) for t in request.body.topics}  # fmt: skip
         for name, topic in sorted(image.topics.items()):
@@ -69,7 +66,7 @@ class AdminApis:
                      and (wanted is None or idx in wanted[name])]  # fmt: skip
             if parts:
                 topics.append({"name": name, "partitions": parts})
-        return self.apis._respond(request, {"throttle_time": 0, "error_code": Errors.NONE,
+        return respond(request, {"throttle_time": 0, "error_code": Errors.NONE,
                                             "error_message": None, "topics": topics})  # fmt: skip
 
     def handle_delete_records(self, request: Request) -> Any:
@@ -79,12 +76,12 @@ class AdminApis:
                       **self._delete_records_one(t.name, p.partition_index, int(p.offset))}
                      for p in t.partitions]  # fmt: skip
             topics.append({"name": t.name, "partitions": parts})
-        return self.apis._respond(request, {"throttle_time": 0, "topics": topics})
+        return respond(request, {"throttle_time": 0, "topics": topics})
 
     def _delete_records_one(self, topic: str, partition: int, offset: int) -> dict[str, int]:
-        state = self.apis.replica_manager.get_partition(topic, partition)
+        state = self.broker.replica_manager.get_partition(topic, partition)
         if state is None:
-            code = self.apis._unhosted_error(topic, partition, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+            code = self.broker.unhosted_error(topic, partition, Errors.UNKNOWN_TOPIC_OR_PARTITION)
             return {"error_code": code}
         if not state.is_leader:
             return {"error_code": Errors.NOT_LEADER_OR_FOLLOWER}
@@ -102,7 +99,7 @@ class AdminApis:
         wanted = None if request.body.topics is None else {
             t.topic: set(t.partitions) for t in request.body.topics}  # fmt: skip
         by_topic: dict[str, list[dict[str, Any]]] = {}
-        rm = self.apis.replica_manager
+        rm = self.broker.replica_manager
         for (topic, idx), part in sorted(rm.partitions.items()):
             if wanted is not None and idx not in wanted.get(topic, ()):
                 continue
@@ -111,13 +108,13 @@ class AdminApis:
                 "partition_index": idx, "partition_size": int(getattr(log, "size", 0)),
                 "offset_lag": max(log.high_watermark - log.log_end_offset, 0),
                 "is_future_key": False})  # fmt: skip
-        data_dir = str(self.apis.config.data_dir)
+        data_dir = str(self.broker.config.data_dir)
         try:
             usage = shutil.disk_usage(data_dir)
             total, usable = usage.total, usage.free
         except OSError:
             total = usable = -1  # Kafka's UNKNOWN_VOLUME_BYTES
-        return self.apis._respond(request, {
+        return respond(request, {
             "throttle_time": 0, "error_code": Errors.NONE, "results": [{
                 "error_code": Errors.NONE, "log_dir": data_dir,
                 "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],

@@ -9,19 +9,54 @@ Pure functions over kio requests and a metadata image, no I/O. Contract:
 - ms(value) turns a kio duration (timedelta or int) into non-negative milliseconds;
 - authorized_operations(body_flag, OPERATIONS) is what Kafka without an authorizer reports to a
   request that asked for authorized operations (KIP-430): every operation the resource type
-  supports (AclEntry.supportedOperations), else the INT32_MIN "not asked" sentinel.
+  supports (AclEntry.supportedOperations), else the INT32_MIN "not asked" sentinel;
+- BrokerContext is what the broker's handler groups (KafkaApis, AdminApis, TopicAdminApis) may
+  use of their broker: its config, ReplicaManager, cluster link and rng, not KafkaApis itself.
 """
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from broker_app.protocol.apis import ApiKey, VersionRange
 from broker_app.protocol.codec import Request, response_class
 from broker_app.protocol.entities import build
 from broker_app.protocol.error_codes import Errors
+
+if TYPE_CHECKING:
+    from broker_app.config import BrokerConfig
+    from broker_app.replication.replica_manager import ReplicaManager
+
+@dataclass
+class BrokerContext:
+    """The narrow view a broker's request handlers get of their broker.
+
+    `cluster` is the broker's link to the controller (server/cluster_link.py's ClusterLink; the
+    simulator's SimBroker plays it there): `image` (the committed metadata it applied),
+    `forward` / `forward_and_wait` / `forward_create_topics` (controller requests a client sent
+    to this broker), `auto_create_topic`, `create_internal_topic`. `rng` is the handlers' one
+    source of randomness (seeded in the simulator)."""
+
+    config: BrokerConfig
+    replica_manager: ReplicaManager
+    cluster: Any
+    rng: random.Random
+
+    def unhosted_error(self, topic: str, partition: int, code: int) -> int:
+        """Kafka's ReplicaManager.getPartitionOrError: a partition the cluster metadata has but
+        this broker does not host is NOT_LEADER_OR_FOLLOWER (the client refreshes metadata and
+        goes to the right broker); UNKNOWN_TOPIC_OR_PARTITION only when nobody has it."""
+        if (
+            code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+            and self.cluster.image.partition(topic, partition) is not None
+        ):
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        return code
+
 
 # Kafka's AclOperation codes, and the operations each resource type supports.
 _ACL_OPERATIONS = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7, "DESCRIBE": 8,

@@ -37,12 +37,10 @@ from broker_app.replication.replica_manager import ReplicaManager
 from broker_app.storage.errors import StorageError
 from broker_app.storage.records import build_batch, decode_records
 
-from .api_common import GROUP_OPERATIONS, authorized_operations, ms
+from .api_common import GROUP_OPERATIONS, authorized_operations, ms, respond
 
 if TYPE_CHECKING:
     from broker_app.config import BrokerConfig
-
-    from .kafka_apis import KafkaApis
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +79,12 @@ def _nullable_protocol_name_from_v7(data: dict) -> dict:
 
 
 class GroupApis:
-    def __init__(self, config: BrokerConfig, replica_manager: ReplicaManager,
+    def __init__(self, config: BrokerConfig, replica_manager: ReplicaManager, cluster: Any,
                  clock: BrokerClock | None = None) -> None:  # fmt: skip
+        """cluster: the broker's cluster link (api_common.BrokerContext says what it offers):
+        the metadata image, and the creation of __consumer_offsets."""
         self.config = config
+        self.cluster = cluster
         # Session and rebalance timeouts read clock.monotonic_ms, commit times clock.wall_ms.
         self.clock = clock or BrokerClock()
         self.replica_manager = replica_manager
@@ -99,10 +100,6 @@ class GroupApis:
                               config.offsets_commit_timeout_ms, self.clock.wall_ms),  # fmt: skip
         )
         self._led: dict[int, int] = {}  # __consumer_offsets partition -> leader epoch we loaded
-        self.apis: KafkaApis | None = None
-
-    def bind(self, apis: KafkaApis) -> None:
-        self.apis = apis
 
     # -- leadership and timers -------------------------------------------------------------
 
@@ -147,8 +144,7 @@ class GroupApis:
     # -- helpers -----------------------------------------------------------------------------
 
     def _respond(self, request: Request, data: dict[str, Any]) -> Any:
-        assert self.apis is not None
-        return self.apis._respond(request, data)
+        return respond(request, data)
 
     def _deferred(self, request: Request, call: Callable[[Callable[[dict], None]], None],
                   shape: Callable[[dict], dict] = lambda d: d) -> Any:  # fmt: skip
@@ -181,9 +177,8 @@ class GroupApis:
         })  # fmt: skip
 
     def _group_coordinator_node(self, group_id: str) -> tuple[int, str, int] | None:
-        assert self.apis is not None
         p = self.coordinator.partition_for(group_id)
-        cluster = self.apis.cluster
+        cluster = self.cluster
         image = cluster.image
         reg = image.partition(OFFSETS_TOPIC, p)
         if reg is None:
@@ -248,8 +243,7 @@ class GroupApis:
     # -- OffsetCommit / OffsetFetch ------------------------------------------------------------
 
     def _partition_exists(self, topic: str, partition: int) -> bool:
-        assert self.apis is not None
-        return self.apis.cluster.image.partition(topic, partition) is not None
+        return self.cluster.image.partition(topic, partition) is not None
 
     def handle_offset_commit(self, request: Request) -> Any:
         b = request.body

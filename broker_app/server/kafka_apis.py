@@ -50,6 +50,7 @@ from .admin_apis import AdminApis
 from .api_common import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
+    BrokerContext,
     api_versions_response,
     authorized_operations,
     image_topic_metadata,
@@ -126,17 +127,11 @@ class KafkaApis:
         cluster: Any,
         rng: random.Random | None = None,
     ) -> None:
-        # server.cluster_link.ClusterLink (the simulator's SimBroker plays it there): the
-        # metadata image, and the forwarding of controller requests.
-        self.cluster = cluster
         # The one source of randomness of the request handlers (the simulator passes a seeded
         # one; production its own, environment.new_rng).
-        self.rng = rng or new_rng()
-        self.config = config
-        self.replica_manager = replica_manager
+        self.context = BrokerContext(config, replica_manager, cluster, rng or new_rng())
         self.groups = groups
-        groups.bind(self)
-        admin = AdminApis(self)
+        admin = AdminApis(self.context)
         self.producer_ids = producer_ids
         self._handlers: dict[int, Callable[[Request], Any]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions,
@@ -165,8 +160,26 @@ class KafkaApis:
             ApiKey.DESCRIBE_CLUSTER: admin.handle_describe_cluster,
             ApiKey.DELETE_RECORDS: admin.handle_delete_records,
             ApiKey.DESCRIBE_LOG_DIRS: admin.handle_describe_log_dirs,
-            **TopicAdminApis(self).handlers(),
+            **TopicAdminApis(self.context).handlers(),
         }
+
+    # What the handlers use of the broker: api_common.BrokerContext, shared with AdminApis and
+    # TopicAdminApis (GroupApis gets the cluster link alone).
+    @property
+    def config(self) -> BrokerConfig:
+        return self.context.config
+
+    @property
+    def replica_manager(self) -> ReplicaManager:
+        return self.context.replica_manager
+
+    @property
+    def cluster(self) -> Any:
+        return self.context.cluster
+
+    @property
+    def rng(self) -> random.Random:
+        return self.context.rng
 
     # -- dispatch ---------------------------------------------------------------------
 
@@ -435,7 +448,7 @@ class KafkaApis:
         for (topic, partition), r in results.items():
             part = {
                 "partition_index": partition,
-                "error_code": self._unhosted_error(topic, partition, r.error_code),
+                "error_code": self.context.unhosted_error(topic, partition, r.error_code),
                 "high_watermark": r.high_watermark,
                 "last_stable_offset": r.last_stable_offset,
                 "log_start_offset": r.log_start_offset,
@@ -563,17 +576,6 @@ class KafkaApis:
             },
         )
 
-    def _unhosted_error(self, topic: str, partition: int, code: int) -> int:
-        """Kafka's ReplicaManager.getPartitionOrError: a partition the cluster metadata has but
-        this broker does not host is NOT_LEADER_OR_FOLLOWER (the client refreshes metadata and
-        goes to the right broker); UNKNOWN_TOPIC_OR_PARTITION only when nobody has it."""
-        if (
-            code == Errors.UNKNOWN_TOPIC_OR_PARTITION
-            and self.cluster.image.partition(topic, partition) is not None
-        ):
-            return Errors.NOT_LEADER_OR_FOLLOWER
-        return code
-
     # -- OffsetForLeaderEpoch / ElectLeaders -----------------------------------------------
 
     def handle_offset_for_leader_epoch(self, request: Request) -> Any:
@@ -586,7 +588,8 @@ class KafkaApis:
                 )
                 parts.append(
                     {
-                        "error_code": self._unhosted_error(t.topic, p.partition, int(r.error)),
+                        "error_code": self.context.unhosted_error(
+                            t.topic, p.partition, int(r.error)),
                         "partition": p.partition,
                         "leader_epoch": r.leader_epoch,
                         "end_offset": r.end_offset,

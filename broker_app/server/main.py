@@ -172,12 +172,13 @@ def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
     )  # fmt: skip
     replica_manager.replica_selector = config.replica_selector
     replica_manager.local_rack = config.broker_rack
+    cluster = ClusterLink(config, replica_manager)
     apis = KafkaApis(
         config,
         replica_manager,
-        GroupApis(config, replica_manager, clock),
+        GroupApis(config, replica_manager, cluster, clock),
         ProducerIdManager(config.data_dir, config.node_id),
-        cluster=ClusterLink(config, replica_manager),
+        cluster=cluster,
     )
     return apis, log_manager
 

@@ -14,12 +14,13 @@ the others.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from broker_app.protocol.apis import ApiKey
 from broker_app.protocol.codec import Request
 from broker_app.protocol.error_codes import Errors
 
+from .api_common import BrokerContext, respond
 from .configs import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
@@ -30,13 +31,10 @@ from .configs import (
     describe_topic,
 )
 
-if TYPE_CHECKING:
-    from .kafka_apis import KafkaApis
-
 
 class TopicAdminApis:
-    def __init__(self, apis: KafkaApis) -> None:
-        self.apis = apis
+    def __init__(self, broker: BrokerContext) -> None:
+        self.broker = broker
 
     def handlers(self) -> dict[int, Any]:
         return {ApiKey.DELETE_TOPICS: self.handle_delete_topics,
@@ -48,7 +46,7 @@ class TopicAdminApis:
     # --- DeleteTopics ----------------------------------------------------------------------
 
     def handle_delete_topics(self, request: Request) -> Any:
-        return self.apis.cluster.forward_and_wait(request.body, lambda resp, image: all(
+        return self.broker.cluster.forward_and_wait(request.body, lambda resp, image: all(
             r.name not in image.topics for r in resp.responses
             if r.error_code.value == Errors.NONE))  # fmt: skip
 
@@ -63,7 +61,7 @@ class TopicAdminApis:
                        and len(image.topics[r.name].partitions) >= counts.get(r.name, 0)
                        for r in resp.results if r.error_code.value == Errors.NONE)  # fmt: skip
 
-        return self.apis.cluster.forward_and_wait(request.body, applied)
+        return self.broker.cluster.forward_and_wait(request.body, applied)
 
     # --- DescribeConfigs -------------------------------------------------------------------
 
@@ -79,10 +77,10 @@ class TopicAdminApis:
             except ConfigError as e:
                 out.update(error_code=e.error_code, error_message=str(e))
             results.append(out)
-        return self.apis._respond(request, {"throttle_time": 0, "results": results})
+        return respond(request, {"throttle_time": 0, "results": results})
 
     def _describe(self, rtype: int, name: str, keys: list[str] | None) -> list[dict[str, Any]]:
-        config = self.apis.config
+        config = self.broker.config
         if rtype == RESOURCE_TOPIC:
             stored = self._topic_configs(name)
             if stored is None:
@@ -93,17 +91,17 @@ class TopicAdminApis:
             if name not in ("", str(config.node_id)):
                 raise ConfigError(Errors.INVALID_REQUEST,
                                   f"this is broker {config.node_id}, not {name!r}")  # fmt: skip
-            dynamic = dict(self.apis.cluster.image.broker_configs)
+            dynamic = dict(self.broker.cluster.image.broker_configs)
             return describe_broker(config, keys, dynamic)
         if rtype == RESOURCE_GROUP:
             if not name:
                 raise ConfigError(Errors.INVALID_REQUEST, "Group name must not be empty")
-            stored = self.apis.cluster.image.group_configs.get(name, {})
+            stored = self.broker.cluster.image.group_configs.get(name, {})
             return describe_group(dict(stored), keys)
         raise ConfigError(Errors.INVALID_REQUEST, f"unsupported resource type {rtype}")
 
     def _topic_configs(self, name: str) -> dict[str, str] | None:
-        topic = self.apis.cluster.image.topics.get(name)
+        topic = self.broker.cluster.image.topics.get(name)
         return None if topic is None else dict(topic.configs)
 
     # --- AlterConfigs / IncrementalAlterConfigs ---------------------------------------------
@@ -116,7 +114,7 @@ class TopicAdminApis:
 
     def _alter(self, request: Request, incremental: bool) -> Any:
         body = request.body
-        return self.apis.cluster.forward_and_wait(body, lambda resp, image: self._configs_applied(
+        return self.broker.cluster.forward_and_wait(body, lambda resp, image: self._configs_applied(
             body, resp, image, incremental))  # fmt: skip
 
     @staticmethod

@@ -170,7 +170,7 @@ class SimBroker:
         rm.broker_epoch = lambda: self.lifecycle.broker_epoch
         # Sim producers do not send InitProducerId (they get producer ids from the
         # simulator): no ProducerIdManager.
-        groups = GroupApis(cfg, rm, BrokerClock.of_ms(self.loop.clock, self.loop.clock))
+        groups = GroupApis(cfg, rm, self, BrokerClock.of_ms(self.loop.clock, self.loop.clock))
         self.apis = KafkaApis(cfg, rm, groups, None, cluster=self,  # type: ignore[arg-type]
                               # seeded from this incarnation's id: no extra draw from the
                               # loop's stream, so schedules found before keep their timing

@@ -23,7 +23,7 @@ def _image() -> SimpleNamespace:
 
 
 def test_describe_cluster_lists_live_brokers_and_an_alive_controller(broker) -> None:
-    broker.apis.cluster = SimpleNamespace(image=_image())
+    broker.apis.context.cluster = SimpleNamespace(image=_image())
     data = {"include_cluster_authorized_operations": False, "endpoint_type": 1}
     resp = _handle(broker, ApiKey.DESCRIBE_CLUSTER, 1, data)
     assert [(b.broker_id, b.host, b.port) for b in resp.brokers] == [(1, "h1", 9001),
@@ -32,7 +32,7 @@ def test_describe_cluster_lists_live_brokers_and_an_alive_controller(broker) -> 
 
 
 def test_list_partition_reassignments_shows_only_moving_partitions(broker) -> None:
-    broker.apis.cluster = SimpleNamespace(image=_image())
+    broker.apis.context.cluster = SimpleNamespace(image=_image())
     everything = {"timeout": 1000, "topics": None}
     resp = _handle(broker, ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, everything)
     [topic] = resp.topics

@@ -52,7 +52,7 @@ class _Image:
 
 @pytest.mark.parametrize("live,allowed", [([1, 2, 3], {1, 2, 3}), ([], {-1})])
 def test_cluster_metadata_controller_id_is_an_alive_broker(broker, live, allowed) -> None:
-    broker.apis.cluster = SimpleNamespace(image=_Image(live))
+    broker.apis.context.cluster = SimpleNamespace(image=_Image(live))
     seen = set()
     for _ in range(30):
         resp = _handle(broker, ApiKey.METADATA, 12, {
