@@ -11,22 +11,23 @@ prints the seconds until it listens and until it answers a client. Figures, neve
 from __future__ import annotations
 
 import argparse
+import asyncio
 import resource
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from broker_app.protocol.apis import ApiKey
-from broker_app.protocol.codec import decode_response, encode_request, request_class
+from broker_app.protocol.codec import request_class
 from broker_app.protocol.entities import build
 from broker_app.protocol.error_codes import Errors
+from broker_app.server.network_client import KafkaClient
 from broker_app.storage.log_manager import CLEAN_SHUTDOWN_FILE
 from broker_app.storage.records import build_batch
-from harness.localproc import free_port, wait_listening
+from harness.localproc import free_port, stop_processes, wait_listening
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -50,12 +51,7 @@ def make_data_dir(data_dir: Path, topic: str, partitions: int) -> None:
         wait_listening(port, proc, 60.0, "broker")
         _create_topic(port, topic, partitions)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_processes([proc])
     batch = build_batch([(None, b"seed")], timestamp=0)
     for i in range(partitions):
         d = data_dir / f"{topic}-{i}"
@@ -67,30 +63,21 @@ def make_data_dir(data_dir: Path, topic: str, partitions: int) -> None:
     (data_dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
 
 
+def _request(port: int, body: object) -> object:
+    """One request to the broker on 127.0.0.1:`port` with the broker's own client (bounded)."""
+    return asyncio.run(KafkaClient("127.0.0.1", port, "bench-startup", 600_000).send(body))
+
+
 def _create_topic(port: int, topic: str, partitions: int) -> None:
-    """CreateTopics through the broker; returns once every partition's directory exists (the
-    broker hosts them when it applies the controller's records)."""
-    body = build(request_class(ApiKey.CREATE_TOPICS, 7), {
+    """CreateTopics through the broker; it answers once its image has the topic, and it hosts
+    every partition when it applies the controller's records (checked by the caller)."""
+    resp: Any = _request(port, build(request_class(ApiKey.CREATE_TOPICS, 7), {
         "topics": [{"name": topic, "num_partitions": partitions, "replication_factor": 1,
                     "assignments": [], "configs": []}],
-        "timeout": 600_000, "validate_only": False})  # fmt: skip
-    with socket.create_connection(("127.0.0.1", port), timeout=600) as sock:
-        sock.sendall(encode_request("bench-startup", 1, body))
-        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
-        _, resp = decode_response(ApiKey.CREATE_TOPICS, 7, _read_exactly(sock, size))
+        "timeout": 600_000, "validate_only": False}))  # fmt: skip
     [t] = resp.topics
     if t.error_code.value != Errors.NONE:
         raise RuntimeError(f"CreateTopics {topic!r}: {t.error_code.name}: {t.error_message}")
-
-
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        buf += chunk
-    return buf
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -114,15 +101,11 @@ def _start_seconds(data_dir: Path, fd_limit: int) -> tuple[float, float]:
     try:
         wait_listening(port, proc, 600.0, "broker")
         listening = time.monotonic() - t0
-        body = build(request_class(ApiKey.API_VERSIONS, 3), {
-            "client_software_name": "bench-startup", "client_software_version": "1"})
-        with socket.create_connection(("127.0.0.1", port), timeout=600) as sock:
-            sock.sendall(encode_request("bench-startup", 1, body))
-            _read_exactly(sock, 4)
+        _request(port, build(request_class(ApiKey.API_VERSIONS, 3), {
+            "client_software_name": "bench-startup", "client_software_version": "1"}))
         return listening, time.monotonic() - t0
     finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+        stop_processes([proc])
 
 
 def run(args: argparse.Namespace) -> int:
