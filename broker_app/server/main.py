@@ -192,7 +192,12 @@ async def serve(config: BrokerConfig) -> int:
         from broker_app.server.combined import CombinedController
 
         combined = CombinedController(config)
-        config = await asyncio.to_thread(combined.start)
+        try:
+            config = await asyncio.to_thread(combined.start)
+        except (ValueError, TimeoutError) as e:  # a metadata log that does not load, named
+            log.error("cannot start this node's controller in %s: %s",
+                      config.data_dir / "controller", e)  # fmt: skip
+            return 1
     try:
         return await _serve_broker(config)
     finally:
