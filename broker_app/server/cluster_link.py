@@ -309,19 +309,17 @@ class ClusterLink:
         raise AssertionError("unreachable")
 
     async def forward_create_topics(self, body: Any, names: list[str]) -> Any:
-        resp = await self.forward(body)
-        if getattr(body, "validate_only", False):
-            return resp  # nothing was created: nothing to wait for
-        created = {t.name for t in resp.topics if t.error_code.value == Errors.NONE}
-        await self.wait_for_image(lambda image: created <= set(image.topics))
-        return resp
+        return await self.forward_and_wait(body, lambda resp, image: {
+            t.name for t in resp.topics if t.error_code.value == Errors.NONE} <= set(image.topics))
 
     async def forward_and_wait(self, body: Any, applied: Callable[[Any, MetadataImage], bool]
                                ) -> Any:  # fmt: skip
         """Forward `body`; then wait (bounded) until `applied(response, image)` holds, so the
-        client's next request to this broker sees what the controller committed."""
+        client's next request to this broker sees what the controller committed. A request
+        with validate_only changed nothing: nothing to wait for."""
         resp = await self.forward(body)
-        await self.wait_for_image(lambda image: applied(resp, image))
+        if not getattr(body, "validate_only", False):
+            await self.wait_for_image(lambda image: applied(resp, image))
         return resp
 
     async def wait_for_image(self, done: Callable[[MetadataImage], bool]) -> None:

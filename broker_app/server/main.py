@@ -189,14 +189,14 @@ async def serve(config: BrokerConfig) -> int:
     stops it last."""
     combined = None
     if not config.clustered:
-        from broker_app.server.combined import CombinedController
+        from broker_app.server.combined import CombinedController, controller_dir
 
         combined = CombinedController(config)
         try:
             config = await asyncio.to_thread(combined.start)
         except (ValueError, TimeoutError) as e:  # a metadata log that does not load, named
             log.error("cannot start this node's controller in %s: %s",
-                      config.data_dir / "controller", e)  # fmt: skip
+                      controller_dir(config.data_dir), e)  # fmt: skip
             return 1
     try:
         return await _serve_broker(config)

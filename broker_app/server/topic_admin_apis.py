@@ -54,10 +54,9 @@ class TopicAdminApis:
 
     def handle_create_partitions(self, request: Request) -> Any:
         counts = {t.name: int(t.count) for t in request.body.topics}
-        validate_only = bool(request.body.validate_only)
 
         def applied(resp: Any, image: Any) -> bool:
-            return validate_only or all(r.name in image.topics
+            return all(r.name in image.topics
                        and len(image.topics[r.name].partitions) >= counts.get(r.name, 0)
                        for r in resp.results if r.error_code.value == Errors.NONE)  # fmt: skip
 
@@ -123,8 +122,6 @@ class TopicAdminApis:
         requested values in our image."""
         ok = {(r.resource_type, r.resource_name) for r in resp.responses
               if r.error_code.value == Errors.NONE}
-        if body.validate_only:
-            return True
         for res in body.resources:
             name = res.resource_name
             if res.resource_type == RESOURCE_BROKER:
