@@ -1,6 +1,7 @@
 """SimCluster: brokers, the controller quorum and the clients' host on one simulated network.
 
-The fault primitives the plan actions map onto (harness/sim/nemesis.py), by node name
+The fault primitives the plan actions map onto (through harness/cluster/simulated.py, the
+run's cluster protocol), by node name
 ("broker-N", "controller-1", "client"):
 - cut(a, b) / heal(): both directions of a link, or every network fault;
 - latency(src, dst, ms, jitter): one direction;

@@ -542,6 +542,24 @@ class Cluster:
         container.reload()
         return str(container.status)
 
+    # --- admin requests through the client proxies (harness/cluster/admin.py) ----------------
+
+    def elect_preferred(self, partitions: Sequence[str] = ()) -> None:
+        from harness.cluster.admin import elect_preferred
+
+        elect_preferred(self.bootstrap, partitions)
+
+    def reassign(self, partition: str, replicas: Sequence[int]) -> None:
+        from harness.cluster.admin import reassign
+
+        reassign(self.bootstrap, partition, replicas)
+
+    def rebalance(self, topics: Sequence[str], brokers: Sequence[int], rng: Any
+                  ) -> dict[tuple[str, int], list[int]]:
+        from harness.cluster.admin import rebalance
+
+        return rebalance(self.bootstrap, topics, brokers, rng)
+
     def nodes(self) -> list[NodeInfo]:
         out = []
         for name, container in sorted(self._containers.items()):

@@ -1,13 +1,14 @@
-"""Nemesis: interprets a plan's steps against a running cluster, in a thread of its own.
+"""Nemesis: interprets a plan's steps against a running cluster, containers or simulated.
 
 What each action does (and undoes) lives in harness/nemesis/handlers.py, one handler per
 action kind of the action table; this module is the schedule: when steps fire, when their
 undo is due, and the history ops and events that record them.
 
 Contract (the semantics of harness/plan/model.py):
-- `Nemesis(cluster, steps, history, state, seed)`: `cluster` is a harness.cluster.Cluster
-  (process and disk faults; its `net` for links), `state()` returns the latest ClusterState
-  (or None), `steps` come from timing.steps_for. Time 0 is `start()` (the workload's start).
+- `Nemesis(cluster, steps, history, state, seed)`: `cluster` is a harness.cluster.protocol
+  .RunCluster (containers or simulated: processes, disks, admin requests; its `net` for
+  links), `state()` returns the latest ClusterState (or None), `steps` come from
+  timing.steps_for. Time 0 is `start()` (the workload's start) or what `elapsed` counts from.
 - Steps fire in order (timing.step_status); targets are resolved when a step fires, with
   targets.step_rng(seed, index). A step with `duration` is undone that many seconds later on
   the nodes it resolved to, without blocking later steps. Each fault writes a nemesis op pair
@@ -19,8 +20,13 @@ Contract (the semantics of harness/plan/model.py):
   in `events` as an error and skipped: faults hit a moving cluster.
 - `heal_all()` (also the `heal-all` action): heal every link, resume paused and start stopped
   containers, unstall disks; pending undos are then closed with their "stop" op.
-- `check_supported(steps)` raises NemesisError for actions this cluster cannot do (reassign:
-  no client here speaks AlterPartitionReassignments), before anything starts.
+- `check_supported(steps, simulated)` raises NemesisError, before anything starts, for a step
+  the runtime cannot carry out (the action table's `not_simulated` column on the simulator).
+- One schedule for both runtimes: `tick()` undoes what is due and fires what is due, on the
+  run's clock (`elapsed`); on containers `start()` runs it every TICK_S in a thread of its own,
+  the simulator calls it from its fault loop on the virtual clock (running that clock to
+  `next_due()` so an undo happens when it is due). `fired` lists every step as it fired or
+  was skipped, with the nodes its targets resolved to.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.nemesis.handlers import (
@@ -40,6 +46,7 @@ from harness.nemesis.handlers import (
     handler_for,
     heal_everything,
 )
+from harness.plan.actions import ACTIONS
 from harness.plan.errors import ResolutionError
 from harness.plan.model import Step
 from harness.plan.state import ClusterState, Node
@@ -50,13 +57,29 @@ from harness.store.history import HistoryWriter
 log = logging.getLogger(__name__)
 
 TICK_S = 0.1
+# Due times are float sums of seconds (fired at + duration): an undo due at 14.350000000000001
+# is due at 14.35 on a millisecond clock.
+DUE_SLACK_S = 1e-6
 
 
-def check_supported(steps: Sequence[Step]) -> None:
+def check_supported(steps: Sequence[Step], simulated: bool = False) -> None:
+    """NemesisError for the first step this runtime cannot carry out: an action no handler
+    has, or on the simulator one the action table marks `not_simulated` (or with a param it
+    cannot honour, `sim_unset`)."""
     for s in steps:
+        where = f"line {s.line}: " if s.line else ""
         if s.action in UNSUPPORTED:
-            where = f"line {s.line}: " if s.line else ""
             raise NemesisError(f"{where}step {s.name!r}: {UNSUPPORTED[s.action]}")
+        spec = ACTIONS.get(s.action)
+        if not simulated or spec is None:
+            continue
+        if spec.not_simulated:
+            raise NemesisError(f"{where}step {s.name!r}: action {s.action!r} is not simulated "
+                               f"({spec.not_simulated}); run the plan in containers")
+        for param in spec.sim_unset:
+            if s.params.get(param):
+                raise NemesisError(f"{where}step {s.name!r}: {s.action} {param} is not "
+                                   f"simulated; run the plan in containers")
 
 
 @dataclass
@@ -76,6 +99,18 @@ class Event:
     text: str
 
 
+@dataclass
+class FiredStep:
+    """A step when it fired (or was skipped): the nodes its targets resolved to, and what the
+    history's start op recorded (`detail`), or the error that skipped it."""
+
+    step: Step
+    at_s: float
+    nodes: tuple[Node, ...]
+    skipped: bool = False
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
 class Nemesis:
     def __init__(
         self,
@@ -84,35 +119,58 @@ class Nemesis:
         history: HistoryWriter,
         state: Callable[[], ClusterState | None],
         seed: int,
-        bootstrap: Callable[[], str] | None = None,
         on_event: Callable[[Event], None] | None = None,
         workload: Any = None,
+        elapsed: Callable[[], float] | None = None,
+        fire_state: Callable[[], ClusterState | None] | None = None,
     ) -> None:
         self.cluster = cluster
         self.steps = list(steps)
         self.history = history
         self.state = state
+        # What targets resolve on when a step fires (default: `state`; the simulator reads
+        # the cluster afresh, where a poller's state is one interval old).
+        self.fire_state = fire_state or state
         self.seed = seed
-        self.bootstrap = bootstrap or (lambda: cluster.bootstrap)
         self.on_event = on_event
         self.workload = workload  # what the group actions (replace-member ...) act on
         self.events: list[Event] = []
+        self.fired: list[FiredStep] = []
         self.failure: str | None = None
         self.faults_started = 0
         self._active: list[_Active] = []
         self._resolved: dict[str, tuple[Node, ...]] = {}
+        self._index = 0
+        self._previous = 0.0  # when the last step fired or was skipped
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._t0 = time.monotonic()
+        self._elapsed = elapsed
         self._thread: threading.Thread | None = None
-        self.steps_done = False
 
     # ------------------------------------------------------------------ control
 
     def elapsed(self) -> float:
-        return time.monotonic() - self._t0
+        """Seconds since time 0 (the workload's start), on the run's clock."""
+        return self._elapsed() if self._elapsed is not None else time.monotonic() - self._t0
+
+    @property
+    def steps_done(self) -> bool:
+        return self._index >= len(self.steps)
+
+    def finished(self) -> bool:
+        """Every step fired (or was skipped) and every undo ran, or the schedule failed."""
+        with self._lock:
+            return self.failure is not None or (self.steps_done and not self._active)
+
+    def next_due(self) -> float | None:
+        """When (elapsed seconds) the next undo is due, or None: a virtual-time runtime runs
+        its clock to min(next tick, next_due) so undos happen when they are due."""
+        with self._lock:
+            return min((a.due for a in self._active), default=None)
 
     def start(self, t0: float | None = None) -> Nemesis:
+        """Run `tick` every TICK_S in a thread of its own (the containers' wall clock)."""
         self._t0 = time.monotonic() if t0 is None else t0
         self._thread = threading.Thread(target=self._guarded, name="nemesis", daemon=True)
         self._thread.start()
@@ -131,8 +189,10 @@ class Nemesis:
             return [a.step.name for a in self._active]
 
     def done(self) -> bool:
-        """Every step fired (or skipped) and every undo ran, or the thread ended."""
-        return self._thread is not None and not self._thread.is_alive()
+        """The schedule is over: finished, or its thread ended (stopped or crashed)."""
+        if self._thread is not None and not self._thread.is_alive():
+            return True
+        return self.finished()
 
     def _event(self, step: str, kind: str, text: str) -> None:
         ev = Event(round(self.elapsed(), 3), step, kind, text)
@@ -145,49 +205,45 @@ class Nemesis:
 
     def _guarded(self) -> None:
         try:
-            self._run()
+            while not self._stop.is_set() and not self.finished():
+                self.tick()
+                self._stop.wait(TICK_S)
         except Exception as exc:  # the run must learn why the nemesis died
             log.exception("nemesis crashed")
             self.failure = f"nemesis crashed: {type(exc).__name__}: {exc}"
 
-    def _run(self) -> None:
-        previous = 0.0
-        for i, step in enumerate(self.steps):
-            while not self._stop.is_set():
-                self._undo_due()
-                now = self.elapsed()
-                st = self.state() if step.when is not None else None
-                status = step_status(step, now, previous, st)
-                if status == FIRE:
-                    self._fire(i, step)
-                    previous = self.elapsed()
-                    break
-                if status == TIMED_OUT:
-                    text = f"`when: {step.when.text if step.when else ''}` did not hold " \
-                           f"within {step.timeout:g}s"
-                    if step.on_timeout == "fail":
-                        self.failure = f"step {step.name!r} (line {step.line}): {text}"
-                        self._event(step.name, "timeout", text)
-                        return
-                    self._event(step.name, "skip", text)
-                    previous = self.elapsed()
-                    break
-                self._stop.wait(TICK_S)
-            if self._stop.is_set():
-                return
-        self.steps_done = True
-        while not self._stop.is_set():
-            with self._lock:
-                if not self._active:
+    def tick(self) -> None:
+        """Undo what is due, then fire every step whose time (or `when`) has come, in order.
+        The one schedule of both runtimes: a thread calls it every TICK_S on containers, the
+        simulator from its fault loop on the virtual clock."""
+        self.undo_due()
+        while self.failure is None and not self.steps_done and not self._stop.is_set():
+            step = self.steps[self._index]
+            st = self.state() if step.when is not None else None
+            status = step_status(step, self.elapsed(), self._previous, st)
+            if status == FIRE:
+                self._fire(self._index, step, st)
+            elif status == TIMED_OUT:
+                text = f"`when: {step.when.text if step.when else ''}` did not hold " \
+                       f"within {step.timeout:g}s"
+                if step.on_timeout == "fail":
+                    self.failure = f"step {step.name!r} (line {step.line}): {text}"
+                    self._event(step.name, "timeout", text)
                     return
-            self._undo_due()
-            self._stop.wait(TICK_S)
+                self._event(step.name, "skip", text)
+                self.fired.append(FiredStep(step, self.elapsed(), (), skipped=True,
+                                            detail={"error": text}))
+            else:
+                return
+            self._previous = self.elapsed()
+            self._index += 1
 
-    def _undo_due(self) -> None:
+    def undo_due(self) -> None:
+        """Undo every active step whose duration has ended."""
         now = self.elapsed()
         with self._lock:
-            due = [a for a in self._active if a.due <= now]
-            self._active = [a for a in self._active if a.due > now]
+            due = [a for a in self._active if a.due <= now + DUE_SLACK_S]
+            self._active = [a for a in self._active if a.due > now + DUE_SLACK_S]
         for a in due:
             self._undo(a)
 
@@ -202,12 +258,16 @@ class Nemesis:
 
     # ------------------------------------------------------------------ firing
 
-    def _fire(self, index: int, step: Step) -> None:
-        state = self.state()
+    def _fire(self, index: int, step: Step, when_state: ClusterState | None) -> None:
+        """Fire `step`: its targets resolve on the state its `when` held on, else on
+        fire_state() now."""
+        at = self.elapsed()
+        state = when_state if when_state is not None else self.fire_state()
         try:
             fault = self._plan(index, step, state)
         except (ResolutionError, ValueError) as exc:
             self._event(step.name, "error", f"{step.describe()}: {exc}")
+            self.fired.append(FiredStep(step, at, (), skipped=True, detail={"error": str(exc)}))
             return
         nodes, act, undo = fault.nodes, fault.act, fault.undo
         value = {"step": step.name, "nodes": list(nodes), **step.params, **fault.extra}
@@ -215,6 +275,7 @@ class Nemesis:
             value["duration"] = step.duration
         self.history.nemesis(step.action, "start", value)
         self.faults_started += 1
+        self.fired.append(FiredStep(step, at, self._resolved.get(step.name, ()), detail=value))
         self._event(step.name, "start", f"{step.action} {' '.join(nodes)}")
         try:
             act()
@@ -251,8 +312,7 @@ class Nemesis:
 
         ctx = StepContext(self.cluster,
                           lambda t, other: self._resolve(index, t, state, other),
-                          remember, self.bootstrap, lambda: step_rng(self.seed, index),
-                          workload=self.workload)
+                          remember, lambda: step_rng(self.seed, index), workload=self.workload)
         return handler.fault(step, targets, ctx)
 
     # ------------------------------------------------------------------ repairs

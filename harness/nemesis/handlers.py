@@ -10,10 +10,11 @@ says what a plan can ask for and the handler is the one place that does it. The 
 draws its kinds from the same table (`ActionSpec.random`), so a kind it can draw always has a
 handler here.
 
-Handlers get a `StepContext`: the cluster (harness.cluster.Cluster's public methods: kill, stop,
-start, restart, pause, resume, status, node_names, disk_*; `net` for links), a resolver for the
-step's other targets (peers, from, to) on the state the step fired on, the broker bootstrap and
-the run's workload (the group actions replace a member or hold commits).
+Handlers get a `StepContext`: the cluster (harness.cluster.protocol.RunCluster: kill, stop,
+start, restart, pause, resume, status, node_names, disk_*, the admin requests; `net` for links;
+the containers' or the simulator's, the same handler acting on either), a resolver for the
+step's other targets (peers, from, to) on the state the step fired on, and the run's workload
+(the consumer and group actions replace a consumer or a member, or hold commits).
 """
 
 from __future__ import annotations
@@ -60,7 +61,6 @@ class StepContext:
     resolve: Callable[[Target, Sequence[Node]], tuple[Node, ...]]
     # remember(nodes): what `target: {step: <this step>}` later refers to.
     remember: Callable[[tuple[Node, ...]], None]
-    bootstrap: Callable[[], str]
     # The step's own RNG (targets.step_rng): what a fault draws (bits to flip) is reproducible.
     rng: Callable[[], random.Random] = random.Random
     # The run's harness.workload.Workload (group actions act on its members), or None.
@@ -177,8 +177,15 @@ class ProcessHandler(Handler):
         a = step.action
         if a == "kill":
             lose = bool(p.get("lose_unsynced"))
-            return Fault(names, lambda: [c.kill(n, lose_unsynced=lose) for n in names],
-                         lambda: start_all(c, names))
+            lost: list[str] = []
+
+            def kill() -> None:
+                for n in names:
+                    dropped = c.kill(n, lose_unsynced=lose)
+                    if dropped:  # the simulator counts what a power loss dropped
+                        lost.append(f"{n}: the power loss dropped {dropped} unsynced batches")
+
+            return Fault(names, kill, lambda: start_all(c, names), notes=lost)
         if a == "stop":
             return Fault(names, lambda: [c.stop(n) for n in names], lambda: start_all(c, names))
         if a == "start":
@@ -249,23 +256,25 @@ class ClockHandler(Handler):
 
 
 class LeadershipHandler(Handler):
-    """Admin requests to the cluster through the client proxies."""
+    """Admin requests to the cluster (containers: through the client proxies,
+    harness/cluster/admin.py)."""
 
     kind = "leadership"
     undoes = {"elect-preferred": None, "reassign": None, "rebalance": None}
 
     def fault(self, step: Step, targets: tuple[Node, ...], ctx: StepContext) -> Fault:
+        c = ctx.cluster
         if step.action == "elect-preferred":
             parts = list(step.params.get("partitions") or ())
-            return Fault((), lambda: elect_preferred(ctx.bootstrap(), parts))
+            return Fault((), lambda: c.elect_preferred(parts))
         if step.action == "reassign":
             part, replicas = str(step.params["partition"]), list(step.params["replicas"])
-            return Fault((), lambda: reassign(ctx.bootstrap(), part, replicas))
+            return Fault((), lambda: c.reassign(part, replicas))
         if step.action == "rebalance":
             brokers = list(step.params.get("brokers") or ())
             topics = list(step.params.get("topics") or ())
             rng = ctx.rng()
-            return Fault((), lambda: rebalance(ctx.bootstrap(), topics, brokers, rng))
+            return Fault((), lambda: c.rebalance(topics, brokers, rng))
         raise NemesisError(UNSUPPORTED.get(step.action, f"unknown action {step.action!r}"))
 
 
@@ -341,94 +350,3 @@ def handler_for(action: str) -> Handler:
 
 def _names(nodes: Sequence[Node]) -> tuple[str, ...]:
     return tuple(node_name(n) for n in nodes)
-
-
-def reassign(bootstrap: str, partition: str, replicas: Sequence[int],
-             timeout_s: float = 30.0) -> None:
-    """AlterPartitionReassignments through the client proxies (kafka-python's admin: the one
-    client library here that sends it). Returns once the controller accepted the target; the
-    move itself (adding replicas, catching up, dropping the old ones) runs on its own, as
-    `kafka-reassign-partitions --execute` leaves it."""
-    from kafka import KafkaAdminClient
-    from kafka import TopicPartition as KpTopicPartition
-
-    from harness.workload import parse_partition
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","),
-                             request_timeout_ms=int(timeout_s * 1000))
-    try:
-        admin.alter_partition_reassignments(
-            {KpTopicPartition(*parse_partition(partition)): [int(r) for r in replicas]})
-    finally:
-        admin.close()
-
-
-def rebalance(bootstrap: str, topics: Sequence[str], brokers: Sequence[int],
-              rng: random.Random, timeout_s: float = 30.0) -> dict[tuple[str, int], list[int]]:
-    """`kafka-reassign-partitions --generate` then `--execute`: the topics' current replicas
-    (metadata), the placement Kafka's tool would propose over `brokers` (nemesis.placement),
-    and one AlterPartitionReassignments for the partitions that move; returns those moves.
-    No topics: every topic but the internal ones (`__…`); no brokers: every registered one."""
-    from confluent_kafka.admin import AdminClient
-    from kafka import KafkaAdminClient
-    from kafka import TopicPartition as KpTopicPartition
-
-    from harness.client import LIBRDKAFKA_LOG
-    from harness.nemesis.placement import propose
-
-    md = AdminClient({"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG}).list_topics(
-        timeout=timeout_s)
-    topics = list(topics) or sorted(t for t in md.topics if not t.startswith("__"))
-    brokers = list(brokers) or sorted(md.brokers)
-    current: dict[str, dict[int, list[int]]] = {}
-    for topic in topics:
-        t = md.topics.get(topic)
-        if t is None or t.error is not None or not t.partitions:
-            raise NemesisError(f"rebalance: topic {topic!r} is not in the cluster's metadata")
-        current[topic] = {p: list(pm.replicas) for p, pm in t.partitions.items()}
-    moves = propose(current, brokers, rng)
-    if moves:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","),
-                                 request_timeout_ms=int(timeout_s * 1000))
-        try:
-            admin.alter_partition_reassignments(
-                {KpTopicPartition(t, p): r for (t, p), r in moves.items()})
-        finally:
-            admin.close()
-    return moves
-
-
-def elect_preferred(bootstrap: str, partitions: Sequence[str] = (), timeout_s: float = 30.0
-                    ) -> None:
-    """ElectLeaders (preferred) through the client proxies; every partition when none given."""
-    from confluent_kafka import ElectionType, KafkaException, TopicPartition
-    from confluent_kafka.admin import AdminClient
-    from tenacity import Retrying, retry_if_exception, stop_after_attempt
-
-    from harness.client import LIBRDKAFKA_LOG
-    from harness.workload import parse_partition
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG})
-    tps = [TopicPartition(*parse_partition(p)) for p in partitions] or None
-
-    def transient(exc: BaseException) -> bool:
-        # The client sends ElectLeaders to a random live broker (Metadata's controller_id, as
-        # KRaft brokers answer it), which forwards it; one cut off from the controllers never
-        # answers. Another attempt usually lands on another broker.
-        return isinstance(exc, KafkaException) and ("_TRANSPORT" in str(exc)
-                                                    or "TIMED_OUT" in str(exc))
-
-    for attempt in Retrying(stop=stop_after_attempt(3), retry=retry_if_exception(transient),
-                            reraise=True):
-        with attempt:
-            # No request_timeout/operation_timeout: confluent-kafka 2.16.1's elect_leaders
-            # raises SystemError ("more argument specifiers than keyword list entries") on
-            # either; the future's own timeout bounds the wait.
-            fut = admin.elect_leaders(ElectionType.PREFERRED, tps)
-            try:
-                fut.result(timeout=timeout_s)
-            except KafkaException as exc:
-                # ELECTION_NOT_NEEDED: the preferred replica already leads (or an attempt
-                # whose answer was lost did it): not a failure.
-                if "ELECTION_NOT_NEEDED" not in str(exc):
-                    raise

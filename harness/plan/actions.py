@@ -62,6 +62,10 @@ class ActionSpec:
     # plan's nemesis.params does not give.
     random: bool = False
     random_params: dict[str, Any] = field(default_factory=dict)
+    # The simulator (harness/cluster/simulated.py): why it cannot carry the action out (None:
+    # it can), and the params it cannot honour when set (a run refuses such a step up front).
+    not_simulated: str | None = None
+    sim_unset: tuple[str, ...] = ()
 
 
 MAX_CLOCK_SKEW_MS = 24 * 3600 * 1000  # a day either way; the broker refuses beyond ten years
@@ -79,18 +83,20 @@ _ACTIONS = [
     ActionSpec("bandwidth", "network", "limit bytes from `from` to `to` (one direction)",
                link=True, duration="optional", undo="remove the toxic",
                params={"kbps": Param("int", required=True, min=1)},
-               random=True, random_params={"kbps": 64}),
+               random=True, random_params={"kbps": 64},
+               not_simulated="the simulated network has no byte rates"),
     ActionSpec("blackhole", "network", "drop bytes from `from` to `to` (one direction); "
                "connections stay open unless close_after_ms > 0, and removing it closes them",
                link=True, duration="optional", undo="remove the toxic",
                params={"close_after_ms": Param("int", default=0, min=0, max=600_000,
                                                help="close each connection this long after "
                                                     "the fault began; 0: never")},
-               random=True),
+               random=True, sim_unset=("close_after_ms",)),
     ActionSpec("reset", "network", "reset (RST) every connection carrying bytes from `from` to "
                "`to`, after_ms after its next bytes", link=True, duration="optional",
                undo="remove the toxic",
-               params={"after_ms": Param("int", default=0, min=0, max=600_000)}, random=True),
+               params={"after_ms": Param("int", default=0, min=0, max=600_000)}, random=True,
+               not_simulated="the simulated network has no connections to reset"),
     ActionSpec("slice", "network", "cut bytes from `from` to `to` into pieces of about `bytes` "
                "bytes, one every delay_us", link=True, duration="optional",
                undo="remove the toxic",
@@ -98,12 +104,14 @@ _ACTIONS = [
                        "variation": Param("int", default=0, min=0, max=1 << 20,
                                           help="+- bytes around `bytes`"),
                        "delay_us": Param("int", default=0, min=0, max=1_000_000)},
-               random=True, random_params={"bytes": 64, "delay_us": 10}),
+               random=True, random_params={"bytes": 64, "delay_us": 10},
+               not_simulated="the simulated network delivers whole messages"),
     ActionSpec("limit-data", "network", "close each connection carrying bytes from `from` to "
                "`to` once it has carried `bytes` bytes", link=True, duration="optional",
                undo="remove the toxic",
                params={"bytes": Param("int", required=True, min=0, max=1 << 40)},
-               random=True, random_params={"bytes": 65536}),
+               random=True, random_params={"bytes": 65536},
+               not_simulated="the simulated network has no connections to close"),
     ActionSpec("heal", "heal", "remove every network fault"),
     ActionSpec("kill", "process", "SIGKILL the target", target=True, duration="optional",
                undo="start", random=True,
@@ -122,7 +130,8 @@ _ACTIONS = [
     ActionSpec("resume", "process", "SIGCONT the target", target=True),
     ActionSpec("disk-stall", "disk", "stall the target's disk writes/fsyncs", target=True,
                duration="required", undo="unstall", random=True,
-               params={"ops": Param("enum", default="all", choices=("write", "fsync", "all"))}),
+               params={"ops": Param("enum", default="all", choices=("write", "fsync", "all"))},
+               not_simulated="the simulated disk does not stall"),
     ActionSpec("disk-sync", "disk", "write the target's unsynced pages out, as the kernel's "
                "periodic writeback does (what a later kill with lose_unsynced keeps)",
                target=True),
@@ -139,7 +148,8 @@ _ACTIONS = [
                        "how": Param("enum", default="flip", choices=("flip", "truncate")),
                        "bytes": Param("int", default=1, min=1, max=1 << 20,
                                       help="flip: bytes with one flipped bit; truncate: bytes "
-                                           "cut off the end")}),
+                                           "cut off the end")},
+               not_simulated="the simulated disk is not damaged"),
     ActionSpec("clock", "clock", "skew the target broker's clock by `ms` (its own clock seam: "
                "timestamps, retention, ISR lag, session timeouts); strobe_period_ms > 0 "
                "alternates between `ms` and 0", target=True, duration="optional",
@@ -147,31 +157,36 @@ _ACTIONS = [
                params={"ms": Param("int", required=True, min=-MAX_CLOCK_SKEW_MS,
                                    max=MAX_CLOCK_SKEW_MS, help="negative: behind"),
                        "strobe_period_ms": Param("int", default=0, min=0,
-                                                 max=MAX_CLOCK_SKEW_MS)}),
+                                                 max=MAX_CLOCK_SKEW_MS)},
+               not_simulated="the simulated brokers share the virtual clock"),
     ActionSpec("elect-preferred", "leadership", "preferred-leader election (ElectLeaders)",
                random=True,
                params={"partitions": Param("partitions", default=(),
                                            help="default: every partition")}),
     ActionSpec("reassign", "leadership", "reassign a partition to new replicas",
                params={"partition": Param("partition", required=True),
-                       "replicas": Param("brokers", required=True)}),
+                       "replicas": Param("brokers", required=True)},
+               not_simulated="the simulated clients send no AlterPartitionReassignments"),
     ActionSpec("rebalance", "leadership", "move every partition of the plan's topics (or "
                "`topics`) to the placement `kafka-reassign-partitions --generate` would propose "
                "over `brokers`, then execute it (AlterPartitionReassignments)",
                params={"brokers": Param("brokers", default=(),
                                         help="default: every broker of the plan"),
                        "topics": Param("topics", default=(),
-                                       help="default: every topic of the plan")}),
+                                       help="default: every topic of the plan")},
+               not_simulated="the simulated clients send no AlterPartitionReassignments"),
     ActionSpec("replace-member", "group", "replace a member of the subscribe workload's group: "
                "its consumer leaves (LeaveGroup) without committing what it read since its "
                "last commit, and a new process joins in its slot: "
                "the group rebalances and the replacement resumes from the committed offsets",
                params={"member": Param("int", default=0, min=0,
-                                       help="the member's slot, 0..consumers.count-1")}),
+                                       help="the member's slot, 0..consumers.count-1")},
+               not_simulated="the simulator has no consumer groups"),
     ActionSpec("hold-commits", "group", "the group's members read but do not commit (an "
                "application that commits every few seconds): a commit the coordinator lost "
                "is not overwritten by a later one before a rebalance reads it",
-               duration="required", undo="release commits"),
+               duration="required", undo="release commits",
+               not_simulated="the simulator has no consumer groups"),
     ActionSpec("replace-consumer", "consumer", "replace an assign-mode consumer of the workload "
                "by a new process that reads its partitions from the beginning again (with "
                "consumers.racks, from the replica its rack picks now: e.g. a replica that "

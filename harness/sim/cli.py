@@ -54,8 +54,8 @@ def _load(args: argparse.Namespace, path: str):  # -> Plan
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.nemesis import NemesisError, check_supported
     from harness.plan.errors import PlanError
-    from harness.sim.nemesis import SimUnsupported, check_supported
 
     explore = args.words[0] == "explore"
     words = args.words[1:] if explore else args.words
@@ -67,13 +67,13 @@ def run(args: argparse.Namespace) -> int:
         if plan.nemesis.mode == "random":
             from harness.plan.random_nemesis import generate
 
-            check_supported(generate(plan, seed=1))
+            check_supported(generate(plan, seed=1), simulated=True)
         else:
-            check_supported(plan.faults)
+            check_supported(plan.faults, simulated=True)
         if plan.workload.consumers.mode != "assign":
-            raise SimUnsupported("workload.consumers.mode subscribe: consumer groups are not "
+            raise NemesisError("workload.consumers.mode subscribe: consumer groups are not "
                                  "simulated (run the plan in containers)")
-    except (PlanError, SimUnsupported, ValueError) as e:
+    except (PlanError, NemesisError, ValueError) as e:
         print(f"highwater sim: {e}", file=sys.stderr)
         return 2
     from harness.sim.run import tune_gc

@@ -51,10 +51,11 @@ from harness.checker.metadata_check import committed_log_divergence, committed_r
 from harness.checker.quorum_check import controller_cut_check
 from harness.checker.reference import reference_check
 from harness.checker.replica_logs import divergence_check
+from harness.cluster.simulated import SimulatedCluster
+from harness.nemesis import FiredStep, Nemesis, NemesisError
 from harness.plan.model import Plan, Step
 from harness.sim.config import broker_configs, controller_config
-from harness.sim.nemesis import FiredStep, SimNemesis, cluster_state, controller_image
-from harness.sim.workload import ClientContext, Drainer, SimConsumer, SimProducer
+from harness.sim.workload import ClientContext, Drainer, SimConsumer, SimProducer, SimWorkload
 from harness.store.history import HISTORY_FILE, HistoryWriter
 from harness.store.quorum import QUORUM_FILE, QuorumWriter
 from harness.store.results import write_results
@@ -112,6 +113,24 @@ def _wait(cluster: SimCluster, condition: Any, timeout_ms: int) -> bool:
     return bool(condition())
 
 
+def controller_image(cluster: SimCluster) -> Any:
+    return SimulatedCluster(cluster).controller_image()
+
+
+def _run_to_next_tick(loop: Any, tick_ms: int, start_ms: int, nemesis: Nemesis) -> None:
+    """Run the virtual clock to the fault loop's next tick, stopping on the way wherever an
+    undo is due (a step's duration is a timer, not a poll: it ends on time, as the
+    containers' nemesis thread ends it within one of its ticks)."""
+    while True:
+        due = nemesis.next_due()
+        due_ms = None if due is None else start_ms + round(due * 1000)
+        if due_ms is None or due_ms >= tick_ms:
+            loop.run_until(tick_ms)
+            return
+        loop.run_until(max(loop.now_ms, due_ms))
+        nemesis.undo_due()
+
+
 def _all_registered(cluster: SimCluster) -> bool:
     image = controller_image(cluster)
     return image is not None and all(
@@ -161,7 +180,7 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     history = HistoryWriter(path, clock=lambda: (loop.now_ms - start_ms) * 1_000_000,
                             flush_lines=False)
     ctx = ClientContext(cluster, history)
-    nemesis = SimNemesis(cluster, history, steps, seed)
+    faults = SimulatedCluster(cluster)
     quorum = QuorumSampler(cluster, out_dir / QUORUM_FILE,
                            lambda: (loop.now_ms - start_ms) * 1_000_000)
     running = [0]
@@ -176,27 +195,34 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     parts = [parse_partition(p) for p in cspec.partitions] or all_partitions(plan.cluster)
     consumers = [SimConsumer(ctx, parts, cspec.poll_interval_ms, cspec.rack(i),
                              cspec.auto_offset_reset) for i in range(cspec.count)]
-    nemesis.consumers = consumers  # what replace-consumer acts on
     for c in consumers:
         c.start()
+    # The one schedule of both runtimes (harness/nemesis), on the virtual clock: `when` sees
+    # the state as the container run's poller holds it, targets resolve on the cluster now.
+    nemesis = Nemesis(faults, steps, history, lambda: faults.polled_state(ctx.elapsed_s()),
+                      seed, workload=SimWorkload(cspec, consumers), elapsed=ctx.elapsed_s,
+                      fire_state=lambda: faults.state(ctx.elapsed_s()))
     try:
         # Faults and workload: until the producers finished and every step fired and healed.
         horizon_ms = int((plan.workload.duration_s() + 600) * 1000)
         while loop.now_ms - start_ms < horizon_ms:
-            nemesis.tick(ctx.elapsed_s())
+            try:
+                nemesis.tick()
+            except NemesisError as e:
+                raise SimAborted(str(e)) from e
             quorum.sample()
-            if nemesis.aborted:
-                raise SimAborted(nemesis.aborted)
-            if running[0] == 0 and nemesis.done and nemesis.pending_undo == 0:
+            if nemesis.failure:
+                raise SimAborted(nemesis.failure)
+            if running[0] == 0 and nemesis.finished():
                 break
-            loop.run_until(loop.now_ms + TICK_MS)
+            _run_to_next_tick(loop, loop.now_ms + TICK_MS, start_ms, nemesis)
         for c in consumers:
             c.stopped = True
         cluster.heal_all()
         heal_ms = loop.now_ms
         watch = ConvergenceWatch((n, t.replication_factor) for t in plan.cluster.topics
                                  for n in t.partition_names())  # fmt: skip
-        _wait(cluster, lambda: watch.observe(cluster_state(cluster, ctx.elapsed_s()),
+        _wait(cluster, lambda: watch.observe(faults.state(ctx.elapsed_s()),
                                              (loop.now_ms - heal_ms) / 1000),
               int(plan.settle.timeout_s * 1000))  # fmt: skip
         convergence = watch.result(plan.settle.timeout_s)
@@ -316,7 +342,7 @@ def quorum_metadata_check(cluster: SimCluster) -> dict[str, Any]:
 
 
 def final_state(cluster: SimCluster) -> Any:
-    return cluster_state(cluster, 0.0)
+    return SimulatedCluster(cluster).state(0.0)
 
 
 def _batches_agree(replicas: list[list[tuple[int, int, int]]]) -> bool:

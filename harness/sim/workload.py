@@ -424,6 +424,18 @@ class Poller:
             self.ctx.net.rpc(CLIENT, f"broker-{source}", body, ok, failed, FETCH_TIMEOUT_MS)
 
 
+class SimWorkload:
+    """What the nemesis's consumer actions act on, as on harness.workload.Workload in
+    containers: the plan's consumer spec and its assign-mode consumers."""
+
+    def __init__(self, consumer_spec: Any, consumers: list[SimConsumer]) -> None:
+        self.consumer_spec = consumer_spec
+        self.consumers = consumers
+
+    def restart_consumer(self, slot: int) -> None:
+        self.consumers[slot].replace()
+
+
 class SimConsumer:
     """An assign-mode consumer: polls every `interval_ms` from its positions; `rack` is its
     client.rack (KIP-392); `replace()` starts a new process from the beginning (the

@@ -9,7 +9,7 @@ import random
 
 from confluent_kafka.admin import AdminClient
 
-from harness.nemesis.handlers import elect_preferred, reassign, rebalance
+from harness.cluster.admin import elect_preferred, reassign, rebalance
 
 from .conftest import Cluster
 from .helpers import create_topic, wait_until

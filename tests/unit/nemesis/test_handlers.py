@@ -52,8 +52,7 @@ class FakeCluster:
 
 def _fault(step: Step, cluster: FakeCluster | None = None) -> tuple[Any, FakeCluster]:
     cluster = cluster or FakeCluster()
-    n = Nemesis(cluster, [step], history=None, state=three_brokers, seed=7,  # type: ignore[arg-type]
-                bootstrap=lambda: "b:1")
+    n = Nemesis(cluster, [step], history=None, state=three_brokers, seed=7)  # type: ignore[arg-type]
     return n._plan(0, step, three_brokers()), cluster
 
 

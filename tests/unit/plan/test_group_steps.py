@@ -123,7 +123,7 @@ def _plan_fault(step_name: str, workload: Any) -> Any:
     plan = parse_plan(GROUP_PLAN)
     step = next(s for s in plan.faults if s.name == step_name)
     n = Nemesis(object(), list(plan.faults), history=None,  # type: ignore[arg-type]
-                state=three_brokers, seed=1, bootstrap=lambda: "b:1", workload=workload)
+                state=three_brokers, seed=1, workload=workload)
     return n._plan(0, step, three_brokers())
 
 

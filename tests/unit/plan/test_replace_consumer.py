@@ -63,7 +63,7 @@ class _Consumers:
 def _fault(workload: Any) -> Any:
     plan = parse_plan(PLAN)
     n = Nemesis(object(), list(plan.faults), history=None,  # type: ignore[arg-type]
-                state=three_brokers, seed=1, bootstrap=lambda: "b:1", workload=workload)
+                state=three_brokers, seed=1, workload=workload)
     return n._plan(0, plan.faults[0], three_brokers())
 
 
