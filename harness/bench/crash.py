@@ -211,7 +211,7 @@ def _one_run(args: argparse.Namespace, run: int, out_dir: Path) -> RunResult:
     from harness.client import ProcessIds, drain
     from harness.cluster.cluster import new_run_id
     from harness.plan.model import ClusterSpec, TopicSpec
-    from harness.run.main import create_topics
+    from harness.run.containers import create_topics
     from harness.run.observed import ObservedCluster
     from harness.state_poller import StatePoller, settled
     from harness.store.history import HistoryWriter

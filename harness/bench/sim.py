@@ -33,7 +33,7 @@ def _one(job: tuple[str, dict[str, str], int, float]
     aborted."""
     from harness.plan.loader import load_plan
     from harness.plan.timing import steps_for
-    from harness.sim.run import SimAborted, simulate
+    from harness.run.simulated import SimAborted, simulate
 
     path, overrides, seed, duration = job
     plan = load_plan(path, overrides)
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from multiprocessing import get_context
 
     from harness.plan.loader import load_plan, parse_overrides
-    from harness.sim.run import tune_gc
+    from harness.run.simulated import tune_gc
 
     overrides = {"workload.producers.duration_s": str(args.duration),
                  **parse_overrides(args.set)}  # fmt: skip

@@ -106,7 +106,7 @@ def fixed_sweep(plans: Sequence[str], schedules: int, start: int, jobs: int
                 ) -> list[FixedFigure]:  # fmt: skip
     from multiprocessing import get_context
 
-    from harness.sim.run import tune_gc
+    from harness.run.simulated import tune_gc
 
     tune_gc()
     counts = _split(plans, schedules)

@@ -8,13 +8,15 @@ Contract:
   anything is created (no run dir, no container). So does an action the cluster cannot do.
 - Otherwise: store/<plan>/<timestamp>/ with plan.yaml (the plan as run) and run.json (seed,
   plan source, overrides, duration, argv, then outcome); an ObservedCluster (brokers, controller,
-  Toxiproxy on every link; switches as broker flags; disk faults when a step needs them); topics
-  created with RF, min.insync.replicas and configs; a StatePoller writing states.jsonl; the
-  plan's workload (real confluent-kafka clients through the proxies) and the Nemesis from
-  workload start; when both are done: heal everything, wait (settle.timeout_s at most) for every
-  partition to converge (a live leader, a full ISR, every replica caught up:
-  harness.checker.convergence; run.json `unconverged_replicas`, results.json's run check
-  `unconverged-replicas`), drain (final reads), compare every node's metadata
+  Toxiproxy on every link; switches as broker flags; disk faults when a step needs them) and a
+  StatePoller writing states.jsonl; then the run's phases, the same for the simulator
+  (harness/run/pipeline.py, on harness/run/containers.py's runtime): topics created with RF,
+  min.insync.replicas and configs; the plan's workload (real confluent-kafka clients through
+  the proxies) and the Nemesis from workload start; when both are done: heal everything, wait
+  (settle.timeout_s at most) for every partition to converge (a live leader, a full ISR, every
+  replica caught up: harness.checker.convergence; run.json `unconverged_replicas`,
+  results.json's run check `unconverged-replicas`), drain (final reads); then compare every
+  node's metadata
   image (harness.checker.metadata_check, bounded wait for agreement; run.json
   `metadata_divergence`),
   Cluster down (which collects logs/ and data/), then check_runs (PySpark) -> results.json
@@ -36,17 +38,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.run.pipeline import RunAborted
+
 EXIT_OK, EXIT_UNEXPECTED, EXIT_NOT_CARRIED_OUT = 0, 1, 2
-TOPIC_CREATE_TIMEOUT_S = 90.0
 CLIENTS_LOG = "logs/clients.log"  # librdkafka's log lines of the run's clients
-# Producers run their plan's duration; past this extra time the run stops waiting for them.
-WORKLOAD_GRACE_S = 60.0
 # After the drain, how long the brokers' and controllers' metadata images may take to agree.
 METADATA_AGREEMENT_TIMEOUT_S = 30.0
-
-
-class RunAborted(Exception):
-    """The run could not be carried out; the message is the reason."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -187,19 +184,17 @@ class Runner:
                    or s.params.get("lose_unsynced") for s in self.steps)
 
     def _carry_out(self) -> None:
-        from harness.checker.convergence import ConvergenceWatch
         from harness.checker.exits import exits_result
         from harness.checker.metadata_check import wait_for_agreement, with_log_check
         from harness.checker.metadata_log_check import check_collected, wait_for_caught_up
-        from harness.client import LIBRDKAFKA_LOG, ProcessIds, drain
-        from harness.nemesis import Nemesis
+        from harness.client import LIBRDKAFKA_LOG
         from harness.plan.flags import process_flags
+        from harness.run.containers import ContainerRuntime
         from harness.run.observed import ObservedCluster
-        from harness.run.progress import Progress
-        from harness.state_poller import StatePoller, settled
+        from harness.run.pipeline import carry_out
+        from harness.state_poller import StatePoller
         from harness.store.quorum import QUORUM_FILE, QuorumWriter
         from harness.store.states import StatesWriter
-        from harness.workload import all_partitions, workload_from_plan
 
         plan = self.plan
         history = self.run_dir.history_writer()
@@ -211,8 +206,7 @@ class Runner:
         # One clock for history.jsonl and states.jsonl (the report overlays them).
         states = StatesWriter(self.run_dir.states_path, start_ns=history.start_ns)
         quorum = QuorumWriter(self.run_dir.path / QUORUM_FILE, start_ns=history.start_ns)
-        t_workload = [time.monotonic()]
-        poller = wl = nemesis = progress = None
+        rt: ContainerRuntime | None = None
         try:
             broker_args, controller_args = process_flags(plan.cluster)
             cluster = ObservedCluster(
@@ -224,63 +218,15 @@ class Runner:
                   f"({plan.cluster.brokers} brokers, {plan.cluster.controllers} controller(s), "
                   "toxiproxy)")
             with cluster:
-                poller = StatePoller(lambda: cluster.admin_endpoints(refresh=True), plan.cluster,
-                                     states, elapsed=lambda: time.monotonic() - t_workload[0],
-                                     quorum=quorum)
-                poller.start()
-                create_topics(cluster.bootstrap, plan.cluster.topics)
-                if poller.wait_for(settled, plan.settle.timeout_s) is None:
-                    raise RunAborted(f"topics not led with a full ISR within "
-                                     f"{plan.settle.timeout_s:g}s: {_describe(poller.latest())}")
-                ids = ProcessIds()
-                wl = workload_from_plan(plan, cluster.bootstrap, history, new_process=ids,
-                                        duration_s=self.duration)
-                progress = Progress(lambda: dict(wl.stats), lambda: nemesis.active
-                                    if nemesis else [])
-                nemesis = Nemesis(cluster, self.steps, history, poller.latest, self.seed,
-                                  on_event=lambda ev: progress.print(
-                                      f"fault {ev.kind}: {ev.step}: {ev.text}"), workload=wl)
-                t_workload[0] = time.monotonic()
-                progress.phase = "workload"
-                progress.start()
-                wl.start()
-                nemesis.start(t_workload[0])
-                self._wait_workload_and_faults(wl, nemesis)
-                # While the clients are still connected: every accepted connection must come
-                # through Toxiproxy, or the plan's network faults were no-ops for it.
-                direct = _direct_connections(cluster)
-                bypass = {n: c["direct"] for n, c in direct.items() if c.get("direct")}
-                if bypass:
-                    progress.print(f"WARNING: connections bypass Toxiproxy: {bypass}")
-                self.run_dir.write_meta(direct_connections=direct)
-                progress.phase = "healing"
-                wl.stop(timeout_s=60)
-                nemesis.stop(timeout_s=120)
-                # The settle window starts when the heal does, as on the simulator (whose
-                # heal_all starts nodes at one instant): restarting containers is part of
-                # recovering, not time before it.
-                t_heal = time.monotonic()
-                nemesis.heal_all()
-                progress.phase = "settling"
-                # Liveness (issue 24): every partition led, every replica in the ISR and
-                # caught up, within the window; what is not is the run check
-                # `unconverged-replicas`, part of the verdict.
-                watch = ConvergenceWatch((n, t.replication_factor) for t in plan.cluster.topics
-                                         for n in t.partition_names())  # fmt: skip
-                settle_state = poller.wait_for(
-                    lambda st: watch.observe(st, time.monotonic() - t_heal),
-                    max(0.0, plan.settle.timeout_s - (time.monotonic() - t_heal)))
-                if settle_state is None:
-                    latest = poller.latest()
-                    if latest is not None:
-                        watch.observe(latest, time.monotonic() - t_heal)
-                    progress.print(f"not converged within {plan.settle.timeout_s:g}s: "
-                                   f"{_describe(latest)}; draining anyway")
-                convergence = watch.result(plan.settle.timeout_s)
-                progress.phase = "draining"
-                result = drain(cluster.bootstrap, history, all_partitions(plan.cluster), ids,
-                               timeout_s=plan.drain.timeout_s, idle_s=plan.drain.idle_s)
-                progress.stop()
+                rt = ContainerRuntime(plan, cluster, history, self.run_dir, self.duration)
+                rt.poller = StatePoller(lambda: cluster.admin_endpoints(refresh=True),
+                                        plan.cluster, states, elapsed=rt.elapsed, quorum=quorum)
+                rt.poller.start()
+                # The phases, as the simulator runs them (harness/run/pipeline.py).
+                say = rt.say
+                carried = carry_out(plan, self.steps, self.seed, rt, on_event=lambda ev: say(
+                    f"fault {ev.kind}: {ev.step}: {ev.text}"))
+                wl, nemesis, result = carried.workload, carried.nemesis, carried.drain
                 # Issue 13: every node's metadata image must agree once the faults healed.
                 metadata = wait_for_agreement(lambda: cluster.admin_endpoints(refresh=True),
                                               METADATA_AGREEMENT_TIMEOUT_S)
@@ -291,13 +237,13 @@ class Runner:
                     {n: a for n, a in cluster.admin_endpoints(refresh=True).items()
                      if n in controllers}, METADATA_AGREEMENT_TIMEOUT_S)
                 self.run_dir.write_meta(
-                    metadata_divergence=metadata, unconverged_replicas=convergence,
+                    metadata_divergence=metadata, unconverged_replicas=carried.convergence,
                     unexpected_exits=exits_result(cluster.unexpected_exits),
-                    settled=settle_state is not None, drained=result.drained,
+                    settled=carried.settled, drained=result.drained,
                     drain_failed=result.failed, workload_errors=wl.errors,
                     workload_stats=dict(wl.stats), faults_started=nemesis.faults_started,
                     nemesis_events=[ev.__dict__ for ev in nemesis.events],
-                    polls=poller.polls,
+                    polls=rt.poller.polls,
                 )
                 print("highwater run: collecting logs and data, removing the cluster")
             # The controllers' committed logs, record by record, from the collected data dirs.
@@ -306,33 +252,13 @@ class Runner:
                 print(f"highwater run: committed metadata logs differ: {logs['examples']}")
             self.run_dir.write_meta(metadata_divergence=with_log_check(metadata, logs))
         finally:
-            for thing in (progress, wl, nemesis, poller):
-                if thing is not None:
-                    try:
-                        thing.stop()
-                    except Exception:  # cleanup goes on whatever one part says
-                        pass
+            if rt is not None:
+                rt.close()
             history.close()
             states.close()
             quorum.close()
             LIBRDKAFKA_LOG.removeHandler(clients_log)
             clients_log.close()
-
-    def _wait_workload_and_faults(self, wl: Any, nemesis: Any) -> None:
-        expected = self.duration or self.plan.workload.duration_s()
-        deadline = time.monotonic() + expected + WORKLOAD_GRACE_S
-        while time.monotonic() < deadline:
-            if nemesis.failure:
-                raise RunAborted(nemesis.failure)
-            # Both: producers finished, and every step fired (or was skipped) and was undone.
-            if wl.wait_producers(timeout_s=0.5) and nemesis.done():
-                break
-        else:
-            if not wl.wait_producers(timeout_s=0):
-                raise RunAborted(f"producers still running {WORKLOAD_GRACE_S:g}s after their "
-                                 f"{expected:g}s")
-        if nemesis.failure:
-            raise RunAborted(nemesis.failure)
 
     # ------------------------------------------------------------------ check and report
 
@@ -361,51 +287,3 @@ class Runner:
         print(f"highwater run: verdict {verdict} (valid={res.results['valid']})")
         print(f"highwater run: report {report}")
         return code
-
-
-def _direct_connections(cluster: Any) -> dict[str, dict[str, Any]]:
-    """cluster.direct_connections(), or the reason it could not be read (never fatal)."""
-    try:
-        return cluster.direct_connections()
-    except Exception as exc:  # docker busy or the API changed: report, do not abort the run
-        return {"*": {"unreadable": f"{type(exc).__name__}: {exc}"}}
-
-
-def create_topics(bootstrap: str, topics: Any, timeout_s: float = TOPIC_CREATE_TIMEOUT_S) -> None:
-    """CreateTopics with RF, min.insync.replicas and configs; retried (bounded) while the
-    brokers are still registering. TOPIC_ALREADY_EXISTS counts as done."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
-    from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
-
-    from harness.client import LIBRDKAFKA_LOG
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": LIBRDKAFKA_LOG})
-    for t in topics:
-        config = {"min.insync.replicas": str(t.min_insync_replicas), **t.configs}
-
-        def create(t: Any = t, config: dict[str, str] = config) -> None:
-            fut = admin.create_topics([NewTopic(t.name, t.partitions, t.replication_factor,
-                                                config=config)], request_timeout=15)[t.name]
-            try:
-                fut.result(timeout=30)
-            except KafkaException as exc:
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise
-
-        try:
-            for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(1.0),
-                                    retry=retry_if_exception_type(KafkaException),
-                                    reraise=True):
-                with attempt:
-                    create()
-        except KafkaException as exc:
-            raise RunAborted(f"cannot create topic {t.name!r}: {exc}") from exc
-
-
-def _describe(state: Any) -> str:
-    if state is None:
-        return "no broker state seen"
-    parts = [f"{n}: leader {p.leader} isr {list(p.isr)} of {list(p.replicas)}"
-             for n, p in sorted(state.partitions.items())]
-    return f"alive {sorted(state.alive)}; " + "; ".join(parts)

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     except (PlanError, NemesisError, ValueError) as e:
         print(f"highwater sim: {e}", file=sys.stderr)
         return 2
-    from harness.sim.run import tune_gc
+    from harness.run.simulated import tune_gc
 
     tune_gc()
     if explore:
@@ -87,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
 def _run_one(args: argparse.Namespace, plan) -> int:
     from harness.checker.expectations import UNCONVERGED_REPLICAS, run_check_counts
     from harness.plan.timing import steps_for
+    from harness.run.simulated import AS_EXPECTED, SimAborted, simulate
     from harness.sim.explore import timeline
-    from harness.sim.run import AS_EXPECTED, SimAborted, simulate
     from harness.store import Store
 
     seed = args.seed if args.seed is not None else (plan.nemesis.seed or 1)

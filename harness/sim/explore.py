@@ -33,7 +33,7 @@ import yaml
 
 from harness.plan.model import Plan, Step
 from harness.plan.timing import steps_for
-from harness.sim.run import UNEXPECTED, SimAborted, SimResult, simulate
+from harness.run.simulated import UNEXPECTED, SimAborted, SimResult, simulate
 
 MIN_DURATION_S = 0.5
 # How much later than on the simulator a container run detects a fault: a docker kill /

@@ -425,12 +425,17 @@ class Poller:
 
 
 class SimWorkload:
-    """What the nemesis's consumer actions act on, as on harness.workload.Workload in
-    containers: the plan's consumer spec and its assign-mode consumers."""
+    """The plan's workload on the simulator, as harness.workload.Workload is in containers:
+    how many producers still run, and the assign-mode consumers the nemesis's
+    replace-consumer acts on."""
 
     def __init__(self, consumer_spec: Any, consumers: list[SimConsumer]) -> None:
         self.consumer_spec = consumer_spec
         self.consumers = consumers
+        self.running = 0  # producers that have not finished their job
+
+    def producer_done(self) -> None:
+        self.running -= 1
 
     def restart_consumer(self, slot: int) -> None:
         self.consumers[slot].replace()

@@ -100,7 +100,7 @@ class HighwaterCluster:
                      min_insync_replicas: int = 2, config: dict[str, str] | None = None,
                      timeout_s: float = 60.0) -> None:  # fmt: skip
         """Create the topic and wait until every partition is led with a full ISR."""
-        from harness.run.main import create_topics
+        from harness.run.containers import create_topics
 
         topic = TopicSpec(name, partitions, replication_factor, min_insync_replicas,
                           dict(config or {}))  # fmt: skip

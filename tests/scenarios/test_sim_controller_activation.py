@@ -16,7 +16,7 @@ import pytest
 
 from harness.plan.loader import load_plan, mode_overrides
 from harness.plan.timing import steps_for
-from harness.sim.run import simulate
+from harness.run.simulated import simulate
 
 PLAN = Path(__file__).resolve().parents[2] / "chaos_plans" / "scenarios" / "L11.yaml"
 SEED = 1

@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.checker.quorum_check import commits_while_cut
 from harness.plan.loader import load_plan, mode_overrides
 from harness.plan.timing import steps_for
-from harness.sim.run import simulate
+from harness.run.simulated import simulate
 from harness.store.quorum import read_quorum
 
 PLAN = Path(__file__).resolve().parents[2] / "chaos_plans" / "scenarios" / "L14.yaml"

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.run.simulated import AS_EXPECTED, simulate
 from harness.scenario.catalog import find
-from harness.sim.run import AS_EXPECTED, simulate
 
 FOUND = Path(__file__).resolve().parents[2] / "chaos_plans" / "found"
 

@@ -19,8 +19,8 @@ import pytest
 
 from harness.plan.loader import load_plan, mode_overrides
 from harness.plan.timing import steps_for
+from harness.run.simulated import simulate
 from harness.scenario.outcome import judge
-from harness.sim.run import simulate
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "chaos_plans" / "scenarios"
 SEED = 1

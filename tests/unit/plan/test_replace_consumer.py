@@ -16,7 +16,7 @@ from harness.plan.errors import PlanError
 from harness.plan.loader import parse_plan
 from harness.plan.model import ConsumerSpec
 from harness.plan.timing import steps_for
-from harness.sim.run import simulate
+from harness.run.simulated import simulate
 from harness.store.history import HistoryWriter
 from harness.workload import Workload
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import harness.sim.run as sim_run
+import harness.run.simulated as sim_run
 from broker_app.metadata.image import MetadataImage
 from broker_app.sim.cluster import SimCluster
 from broker_app.sim.events import EventLoop, Process
@@ -424,8 +424,8 @@ def test_power_loss_replica_added_back_on_a_pre_loss_fetch_is_not_held_before_it
     cannot know of the loss before it registers again (then KIP-966 removes it), so the
     replica is not held to isr-holds-hw in that window; the run is clean."""
     from harness.plan.loader import load_plan
+    from harness.run.simulated import simulate
     from harness.sim.explore import schedule_for
-    from harness.sim.run import simulate
 
     plan = load_plan(ROOT / "chaos_plans/random-targeted.yaml")
     r = simulate(plan, schedule_for(plan, 1001421, plan.nemesis.overlap), 1001421, tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 from harness.cli import main
 from harness.plan.loader import load_plan
 from harness.plan.timing import steps_for
-from harness.sim.run import simulate
+from harness.run.simulated import simulate
 
 ROOT = Path(__file__).resolve().parents[3]
 UNCONVERGED = ROOT / "tests/fixtures/plans/unconverged.yaml"

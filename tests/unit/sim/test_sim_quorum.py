@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.plan.loader import parse_plan
 from harness.plan.timing import steps_for
-from harness.sim.run import simulate
+from harness.run.simulated import simulate
 
 QUORUM = """
 name: sim-quorum

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.plan.loader import parse_plan
 from harness.plan.timing import steps_for
-from harness.sim.run import simulate
+from harness.run.simulated import simulate
 
 from .plans import SMALL
 
@@ -59,7 +59,7 @@ def test_l1_fixed_diverging_epoch_keeps_every_acknowledged_write(tmp_path: Path)
 
 
 def test_batches_agree_only_when_no_offset_can_hold_two_values() -> None:
-    from harness.sim.run import _batches_agree
+    from harness.run.simulated import _batches_agree
 
     leader = [(0, 1, 11), (2, 2, 12), (3, 5, 13)]
     assert _batches_agree([leader, leader[:2], leader[1:]])  # lagging / truncated replicas

@@ -13,7 +13,7 @@ from broker_app.sim.cluster import SimCluster
 from broker_app.storage.log_manager import CLEAN_SHUTDOWN_FILE
 from harness.plan.loader import load_plan
 from harness.plan.timing import steps_for
-from harness.sim.run import simulate
+from harness.run.simulated import simulate
 
 from .plans import SMALL, started_cluster
 

@@ -1,21 +1,22 @@
-"""One simulated schedule of a plan: cluster up, topics, workload, faults, heal, drain, check.
+"""The simulator's runtime of the one run pipeline (harness/run/pipeline.py), and
+`simulate(plan, steps, seed, out_dir)`: one schedule of a plan on the simulator.
 
-`simulate(plan, steps, seed, out_dir)` mirrors `highwater run` (harness/run/main.py) on the
-simulator: the cluster starts and registers, the plan's topics are created through the
-controller, the workload starts (time 0 of the history and of the plan's `at`), the fault
-loop fires steps every TICK_MS of virtual time, the producers run their jobs; then
-everything is healed and started again, the run waits (settle.timeout_s at most) for every
-partition to converge (harness.checker.convergence: a live leader, a full ISR, every replica
-caught up; the run check `unconverged-replicas`), and a fresh consumer drains every partition
-(drain.timeout_s at most) with final reads. The history is written by HistoryWriter on the
-virtual clock; it is checked by the reference checker (harness/checker/reference.py,
-HISTORY.md's definitions, differential-tested against the Spark checker); results.json carries
-the run checks as a container run's does (`unconverged-replicas`, `diverged-offsets`: in-sync
-replicas' disks compared after the settle, `metadata-divergence` and
-`controller-commit-while-cut` for a quorum) and the simulator's own `invariant-violations`
-(broker_app/sim/invariants.py, checked after every event: a violation the mode's switches
-do not promise is reported under `tolerated`, not counted); `SimResult.verdict` is the one
-verdict (expectations.run_verdict) against the plan's `expected`. Everything is a function of (plan,
+SimRuntime carries the pipeline's phases on a SimCluster (broker_app/sim) on the virtual clock:
+the cluster starts and registers (STARTUP_TIMEOUT_MS), the plan's topics are created through
+the controller and led with a full ISR; time 0 of the history and of the plan's `at` is when
+the workload starts; the fault loop ticks the one Nemesis every TICK_MS of virtual time (and
+runs the clock to an undo's due time in between), the producers run their jobs; then the
+pipeline heals, waits for convergence and drains with a fresh consumer. The clients are
+harness/sim/workload.py's (the simulator's own network, no librdkafka). The history is
+written by HistoryWriter on the virtual clock and checked by the reference checker
+(harness/checker/reference.py, HISTORY.md's definitions, differential-tested against the
+Spark checker); results.json carries the run checks as a container run's does
+(`unconverged-replicas`, `diverged-offsets`: in-sync replicas' disks compared after the
+settle, `metadata-divergence` and `controller-commit-while-cut` for a quorum,
+`unexpected-exits`) and the simulator's own `invariant-violations` (broker_app/sim/
+invariants.py, checked after every event: a violation the mode's switches do not promise is
+reported under `tolerated`, not counted); `SimResult.verdict` is the one verdict
+(expectations.run_verdict) against the plan's `expected`. Everything is a function of (plan,
 steps, seed): the same seed gives the same history byte for byte.
 """
 
@@ -32,7 +33,6 @@ from broker_app.controller.messages import NewTopic
 from broker_app.sim.cluster import SimCluster
 from broker_app.sim.invariants import InvariantChecker
 from broker_app.sim.quorum import CONTROLLER_ID_BASE
-from harness.checker.convergence import ConvergenceWatch
 from harness.checker.exits import exits_result
 from harness.checker.expectations import (
     AS_EXPECTED,
@@ -54,6 +54,8 @@ from harness.checker.replica_logs import divergence_check
 from harness.cluster.simulated import SimulatedCluster
 from harness.nemesis import FiredStep, Nemesis, NemesisError
 from harness.plan.model import Plan, Step
+from harness.plan.state import ClusterState
+from harness.run.pipeline import RunAborted, carry_out
 from harness.sim.config import broker_configs, controller_config
 from harness.sim.workload import ClientContext, Drainer, SimConsumer, SimProducer, SimWorkload
 from harness.store.history import HISTORY_FILE, HistoryWriter
@@ -66,7 +68,7 @@ STARTUP_TIMEOUT_MS = 30_000
 __all__ = ["AS_EXPECTED", "UNEXPECTED", "simulate"]
 
 
-class SimAborted(Exception):
+class SimAborted(RunAborted):
     """The schedule could not be carried out (a `when` with on_timeout fail, no start-up)."""
 
 
@@ -103,32 +105,8 @@ def judge(plan: Plan, checked: dict[str, Any]) -> dict[str, Any]:
             "verdict": verdict(valid, counts, list(plan.expected.values()))}  # fmt: skip
 
 
-def _wait(cluster: SimCluster, condition: Any, timeout_ms: int) -> bool:
-    loop = cluster.loop
-    deadline = loop.now_ms + timeout_ms
-    while loop.now_ms < deadline:
-        if condition():
-            return True
-        loop.run_until(min(loop.now_ms + TICK_MS, deadline))
-    return bool(condition())
-
-
 def controller_image(cluster: SimCluster) -> Any:
     return SimulatedCluster(cluster).controller_image()
-
-
-def _run_to_next_tick(loop: Any, tick_ms: int, start_ms: int, nemesis: Nemesis) -> None:
-    """Run the virtual clock to the fault loop's next tick, stopping on the way wherever an
-    undo is due (a step's duration is a timer, not a poll: it ends on time, as the
-    containers' nemesis thread ends it within one of its ticks)."""
-    while True:
-        due = nemesis.next_due()
-        due_ms = None if due is None else start_ms + round(due * 1000)
-        if due_ms is None or due_ms >= tick_ms:
-            loop.run_until(tick_ms)
-            return
-        loop.run_until(max(loop.now_ms, due_ms))
-        nemesis.undo_due()
 
 
 def _all_registered(cluster: SimCluster) -> bool:
@@ -151,102 +129,179 @@ def _settled(cluster: SimCluster, partitions: int = 0) -> bool:
     return True
 
 
-def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> SimResult:
-    logging.getLogger("broker_app").setLevel(logging.ERROR)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    ctl_config, tick_ms = controller_config(plan.cluster)
-    cluster = SimCluster(seed, broker_configs(plan.cluster), ctl_config,
-                         controllers=plan.cluster.controllers, tick_interval_ms=tick_ms)
-    loop = cluster.loop
-    # Checked after every event from the first on (docs/liveness.md: invariant-violations).
-    invariants = InvariantChecker(cluster).attach()
-    cluster.start()
-    if not _wait(cluster, lambda: _all_registered(cluster), STARTUP_TIMEOUT_MS):
-        raise SimAborted("brokers did not register within 30 s (virtual)")
-    resp = cluster.controller.create_topics([
-        NewTopic(t.name, t.partitions, t.replication_factor, None,
-                 {**t.configs, "min.insync.replicas": str(t.min_insync_replicas)})
-        for t in plan.cluster.topics
-    ])  # fmt: skip
-    bad = [r for r in resp.results if r.error != 0]
-    if bad:
-        raise SimAborted(f"CreateTopics failed: {bad}")
-    expected = sum(t.partitions for t in plan.cluster.topics)
-    if not _wait(cluster, lambda: _settled(cluster, expected), STARTUP_TIMEOUT_MS):
-        raise SimAborted("topics did not get leaders within 30 s (virtual)")
+class SimRuntime:
+    """harness.run.pipeline.Runtime on the simulator (see the module docstring). `history`
+    exists once create_topics returned: its time 0 is the workload's start."""
 
-    path = out_dir / HISTORY_FILE
-    start_ms = loop.now_ms
-    history = HistoryWriter(path, clock=lambda: (loop.now_ms - start_ms) * 1_000_000,
-                            flush_lines=False)
-    ctx = ClientContext(cluster, history)
-    faults = SimulatedCluster(cluster)
-    quorum = QuorumSampler(cluster, out_dir / QUORUM_FILE,
-                           lambda: (loop.now_ms - start_ms) * 1_000_000)
-    running = [0]
+    def __init__(self, plan: Plan, seed: int, out_dir: Path) -> None:
+        self.plan = plan
+        self.out_dir = out_dir
+        ctl_config, tick_ms = controller_config(plan.cluster)
+        self.sim = SimCluster(seed, broker_configs(plan.cluster), ctl_config,
+                              controllers=plan.cluster.controllers, tick_interval_ms=tick_ms)
+        self.loop = self.sim.loop
+        self.cluster = SimulatedCluster(self.sim)
+        # Checked after every event from the first on (docs/liveness.md: invariant-violations).
+        self.invariants = InvariantChecker(self.sim).attach()
+        self.start_ms = 0
+        self.history: HistoryWriter | None = None
+        self.ctx: ClientContext | None = None
+        self.quorum: QuorumSampler | None = None
+        self.notes: list[str] = []
+        self.sim.start()
+        if not self._wait(lambda: _all_registered(self.sim), STARTUP_TIMEOUT_MS):
+            raise SimAborted("brokers did not register within 30 s (virtual)")
 
-    def producer_done() -> None:
-        running[0] -= 1
+    # --- clock and state --------------------------------------------------------------------
 
-    for job in producer_jobs(plan.workload.producers, plan.cluster):
-        running[0] += 1
-        SimProducer(ctx, job, producer_done).start()
-    cspec = plan.workload.consumers
-    parts = [parse_partition(p) for p in cspec.partitions] or all_partitions(plan.cluster)
-    consumers = [SimConsumer(ctx, parts, cspec.poll_interval_ms, cspec.rack(i),
-                             cspec.auto_offset_reset) for i in range(cspec.count)]
-    for c in consumers:
-        c.start()
-    # The one schedule of both runtimes (harness/nemesis), on the virtual clock: `when` sees
-    # the state as the container run's poller holds it, targets resolve on the cluster now.
-    nemesis = Nemesis(faults, steps, history, lambda: faults.polled_state(ctx.elapsed_s()),
-                      seed, workload=SimWorkload(cspec, consumers), elapsed=ctx.elapsed_s,
-                      fire_state=lambda: faults.state(ctx.elapsed_s()))
-    try:
-        # Faults and workload: until the producers finished and every step fired and healed.
-        horizon_ms = int((plan.workload.duration_s() + 600) * 1000)
+    def now(self) -> float:
+        return self.loop.now_ms / 1000
+
+    def elapsed(self) -> float:
+        return (self.loop.now_ms - self.start_ms) / 1000
+
+    def state(self) -> ClusterState:
+        return self.cluster.polled_state(self.elapsed())
+
+    def fresh_state(self) -> ClusterState:
+        return self.cluster.state(self.elapsed())
+
+    def say(self, text: str) -> None:
+        self.notes.append(text)
+
+    def _wait(self, condition: Any, timeout_ms: int) -> bool:
+        """Poll `condition` every TICK_MS of virtual time until it holds or timeout_ms passed
+        (and once more then)."""
+        loop = self.loop
+        deadline = loop.now_ms + timeout_ms
+        while loop.now_ms < deadline:
+            if condition():
+                return True
+            loop.run_until(min(loop.now_ms + TICK_MS, deadline))
+        return bool(condition())
+
+    def wait_for(self, pred: Any, timeout_s: float) -> ClusterState | None:
+        loop = self.loop
+        deadline = loop.now_ms + int(timeout_s * 1000)
+        while loop.now_ms < deadline:
+            state = self.fresh_state()
+            if pred(state):
+                return state
+            loop.run_until(min(loop.now_ms + TICK_MS, deadline))
+        return None
+
+    # --- phases -----------------------------------------------------------------------------
+
+    def create_topics(self, topics: Sequence[Any], timeout_s: float) -> None:
+        resp = self.sim.controller.create_topics([
+            NewTopic(t.name, t.partitions, t.replication_factor, None,
+                     {**t.configs, "min.insync.replicas": str(t.min_insync_replicas)})
+            for t in topics
+        ])  # fmt: skip
+        bad = [r for r in resp.results if r.error != 0]
+        if bad:
+            raise SimAborted(f"CreateTopics failed: {bad}")
+        expected = sum(t.partitions for t in topics)
+        if not self._wait(lambda: _settled(self.sim, expected), STARTUP_TIMEOUT_MS):
+            raise SimAborted("topics did not get leaders within 30 s (virtual)")
+        loop = self.loop
+        self.start_ms = start_ms = loop.now_ms
+        self.history = HistoryWriter(self.out_dir / HISTORY_FILE,
+                                     clock=lambda: (loop.now_ms - start_ms) * 1_000_000,
+                                     flush_lines=False)
+        self.ctx = ClientContext(self.sim, self.history)
+        self.quorum = QuorumSampler(self.sim, self.out_dir / QUORUM_FILE,
+                                    lambda: (loop.now_ms - start_ms) * 1_000_000)
+
+    def workload(self) -> SimWorkload:
+        """The plan's producers and consumers; they begin on the virtual clock, which stands
+        still until run_faults runs it."""
+        plan, ctx = self.plan, self.ctx
+        assert ctx is not None
+        wl = SimWorkload(plan.workload.consumers, [])
+        for job in producer_jobs(plan.workload.producers, plan.cluster):
+            wl.running += 1
+            SimProducer(ctx, job, wl.producer_done).start()
+        cspec = plan.workload.consumers
+        parts = [parse_partition(p) for p in cspec.partitions] or all_partitions(plan.cluster)
+        wl.consumers.extend(SimConsumer(ctx, parts, cspec.poll_interval_ms, cspec.rack(i),
+                                        cspec.auto_offset_reset) for i in range(cspec.count))
+        for c in wl.consumers:
+            c.start()
+        return wl
+
+    def run_faults(self, wl: SimWorkload, nemesis: Nemesis) -> None:
+        """The fault loop: until the producers finished and every step fired and healed."""
+        loop, start_ms = self.loop, self.start_ms
+        assert self.quorum is not None
+        horizon_ms = int((self.plan.workload.duration_s() + 600) * 1000)
         while loop.now_ms - start_ms < horizon_ms:
             try:
                 nemesis.tick()
             except NemesisError as e:
                 raise SimAborted(str(e)) from e
-            quorum.sample()
+            self.quorum.sample()
             if nemesis.failure:
                 raise SimAborted(nemesis.failure)
-            if running[0] == 0 and nemesis.finished():
+            if wl.running == 0 and nemesis.finished():
                 break
             _run_to_next_tick(loop, loop.now_ms + TICK_MS, start_ms, nemesis)
-        for c in consumers:
+        for c in wl.consumers:
             c.stopped = True
-        cluster.heal_all()
-        heal_ms = loop.now_ms
-        watch = ConvergenceWatch((n, t.replication_factor) for t in plan.cluster.topics
-                                 for n in t.partition_names())  # fmt: skip
-        _wait(cluster, lambda: watch.observe(faults.state(ctx.elapsed_s()),
-                                             (loop.now_ms - heal_ms) / 1000),
-              int(plan.settle.timeout_s * 1000))  # fmt: skip
-        convergence = watch.result(plan.settle.timeout_s)
-        drainer = Drainer(ctx, all_partitions(plan.cluster), int(plan.drain.idle_s * 1000))
+
+    def drain(self, timeout_s: float, idle_s: float) -> bool:
+        assert self.ctx is not None
+        drainer = Drainer(self.ctx, all_partitions(self.plan.cluster), int(idle_s * 1000))
         drainer.start()
-        _wait(cluster, lambda: drainer.finished, int(plan.drain.timeout_s * 1000))
+        self._wait(lambda: drainer.finished, int(timeout_s * 1000))
         drainer.stopped = True
+        return drainer.finished
+
+    def close(self) -> None:
+        for thing in (self.history, self.quorum):
+            if thing is not None:
+                thing.close()
+
+
+def _run_to_next_tick(loop: Any, tick_ms: int, start_ms: int, nemesis: Nemesis) -> None:
+    """Run the virtual clock to the fault loop's next tick, stopping on the way wherever an
+    undo is due (a step's duration is a timer, not a poll: it ends on time, as the
+    containers' nemesis thread ends it within one of its ticks)."""
+    while True:
+        due = nemesis.next_due()
+        due_ms = None if due is None else start_ms + round(due * 1000)
+        if due_ms is None or due_ms >= tick_ms:
+            loop.run_until(tick_ms)
+            return
+        loop.run_until(max(loop.now_ms, due_ms))
+        nemesis.undo_due()
+
+
+def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> SimResult:
+    logging.getLogger("broker_app").setLevel(logging.ERROR)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rt = SimRuntime(plan, seed, out_dir)
+    try:
+        carried = carry_out(plan, steps, seed, rt)
     finally:
-        history.close()
-        quorum.close()
+        rt.close()
+    cluster, loop = rt.sim, rt.loop
+    path = out_dir / HISTORY_FILE
     results = judge(plan, reference_check(path))
     if len(cluster.controllers) > 1:
         results["metadata-divergence"] = quorum_metadata_check(cluster)
     cut = controller_cut_check(path, out_dir / QUORUM_FILE)
     if cut is not None:
         results[CONTROLLER_COMMIT_WHILE_CUT] = cut
-    results[UNCONVERGED_REPLICAS] = convergence
-    results[INVARIANT_VIOLATIONS] = invariants.result()
+    results[UNCONVERGED_REPLICAS] = carried.convergence
+    results[INVARIANT_VIOLATIONS] = rt.invariants.result()
     diverged = replica_divergence(cluster)
     results[DIVERGED_OFFSETS] = divergence_check(diverged)
     results[UNEXPECTED_EXITS] = exits_result(cluster.unexpected_exits())
     write_results(out_dir, results)
-    return SimResult(seed, results, nemesis.fired, loop.now_ms, loop.events_run, path,
-                     diverged, dict(ctx.follower_reads))
+    assert rt.ctx is not None
+    return SimResult(seed, results, carried.nemesis.fired, loop.now_ms, loop.events_run, path,
+                     diverged, dict(rt.ctx.follower_reads))
 
 
 class QuorumSampler:
