@@ -277,6 +277,17 @@ def _run_to_next_tick(loop: Any, tick_ms: int, start_ms: int, nemesis: Nemesis) 
         nemesis.undo_due()
 
 
+def check_simulable(plan: Plan, steps: Sequence[Step]) -> None:
+    """NemesisError, before anything runs, for what the simulator cannot carry out: a step
+    the action table marks not simulated, or a subscribe workload (no consumer groups)."""
+    from harness.nemesis import check_supported
+
+    check_supported(steps, simulated=True)
+    if plan.workload.consumers.mode != "assign":
+        raise NemesisError("workload.consumers.mode subscribe: consumer groups are not "
+                           "simulated (run the plan in containers)")
+
+
 def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> SimResult:
     logging.getLogger("broker_app").setLevel(logging.ERROR)
     out_dir.mkdir(parents=True, exist_ok=True)

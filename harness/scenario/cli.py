@@ -3,6 +3,7 @@
     highwater scenario list                       id, title, loss-catalog entries, modes
     highwater scenario run L1 --mode legacy [--repeat N] [--store DIR] [--set k=v ...] [--run-id ID]
     highwater scenario run path/to/my-plan.yaml --mode fixed     (a plan of yours with modes:)
+    highwater scenario run L1 --mode legacy --sim    (on the simulator: seconds, no containers)
     highwater scenario min-isr [--store DIR] [--run-id ID]
 
 `run` loads the scenario's plan with the mode's overrides (recorded as the run's --set values,
@@ -11,6 +12,9 @@ prints each run's story (fault timeline, lost / divergent messages with offsets;
 to the run dir as story.txt, beside report.html) and the rate:
 the fraction of runs that showed what the mode expects (legacy: the loss or divergence; fixed:
 nothing lost). It writes <store>/scenarios/<id>-<mode>-<ts>.json with every run's outcome.
+With --sim each run goes through the same pipeline on the simulator (harness/run/pipeline.py,
+harness/run/simulated.py), its run dir under <store>/sim/ (history, results.json, story.txt; no
+report.html), judged the same way; a step the simulator cannot carry out is refused first.
 Exit 0 when every run reproduced its mode, 1 when some did not, 2 on a bad scenario or mode.
 """
 
@@ -20,6 +24,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--quiet", action="store_true", help="no per-run story")
     r.add_argument("--run-id", default=None,
                    help="docker run id of the cluster (ID-<n> for run n when --repeat > 1)")
+    r.add_argument("--sim", action="store_true",
+                   help="on the deterministic simulator instead of containers (the same run "
+                        "pipeline; runs under <store>/sim/)")
     m = sub.add_parser("min-isr", help="RF=3 min.insync.replicas x acks matrix, table + HTML")
     m.add_argument("--store", default="store", help="store root (default: ./store)")
     m.add_argument("--min-isr", type=int, action="append", default=None, choices=(1, 2, 3),
@@ -69,6 +77,27 @@ def run(args: argparse.Namespace) -> int:
     except ScenarioError as e:
         print(f"highwater scenario: {e}", file=sys.stderr)
         return 2
+
+
+def _simulate(plan: Any, steps: Any, seed: int, store: Path) -> tuple[int, Any]:
+    """One run of the scenario on the simulator, under <store>/sim/<plan>/<timestamp>/:
+    (exit code as `highwater run` gives it, the run dir)."""
+    from harness.plan.serialize import plan_to_data
+    from harness.run.main import EXIT_NOT_CARRIED_OUT, EXIT_OK
+    from harness.run.simulated import SimAborted, simulate
+    from harness.store import Store
+
+    run_dir = Store(store / "sim").create_run(plan.name, plan_to_data(plan))
+    run_dir.write_meta(seed=seed, simulated=True, kafka_version=plan.cluster.emulated_version())
+    try:
+        r = simulate(plan, steps, seed, run_dir.path)
+    except SimAborted as e:
+        print(f"could not be carried out: {e}", file=sys.stderr)
+        run_dir.write_meta(exit_code=EXIT_NOT_CARRIED_OUT, reason=str(e))
+        return EXIT_NOT_CARRIED_OUT, run_dir
+    code = EXIT_OK if r.verdict == "as-expected" else 1
+    run_dir.write_meta(exit_code=code, verdict=r.verdict, virtual_ms=r.virtual_ms)
+    return code, run_dir
 
 
 def run_ids(given: str | None, suffixes: list[str]) -> list[str | None]:
@@ -136,27 +165,38 @@ def _run(args: argparse.Namespace) -> int:
         seed = first_seed + i
         try:
             steps = steps_for(plan, seed=seed, duration_s=None)
-            check_supported(steps)
+            if args.sim:
+                from harness.run.simulated import check_simulable
+
+                check_simulable(plan, steps)
+            else:
+                check_supported(steps)
         except (PlanError, NemesisError, ValueError) as e:
             raise ScenarioError(str(e)) from e
-        print(f"--- {sc.id} {args.mode} run {i + 1}/{args.repeat} (seed {seed})")
-        runner = Runner(plan, steps, seed, None, str(sc.path), overrides, store, run_id=ids[i])
-        code = runner.execute()
-        run_dir = RunDir(runner.run_dir.path)
+        where = "simulated" if args.sim else "containers"
+        print(f"--- {sc.id} {args.mode} run {i + 1}/{args.repeat} (seed {seed}, {where})")
+        if args.sim:
+            code, run_dir = _simulate(plan, steps, seed, store)
+        else:
+            runner = Runner(plan, steps, seed, None, str(sc.path), overrides, store,
+                            run_id=ids[i])
+            code = runner.execute()
+            run_dir = RunDir(runner.run_dir.path)
         results = run_dir.results() if code != EXIT_NOT_CARRIED_OUT else None
         out = judge(mode, results, run_dir.path)
         outcomes.append({"run": str(run_dir.path), "seed": seed, "exit_code": code,
                          "reproduced": out.reproduced, "carried_out": out.carried_out,
                          "anomalies": out.counts, "lost_by_acks": out.lost_by_acks,
-                         "why": out.why})
+                         "why": out.why, "simulated": bool(args.sim)})
         text = story(run_dir.path)
         if run_dir.path.is_dir():  # beside report.html: the same story, kept with the run
             (run_dir.path / "story.txt").write_text(text + "\n", encoding="utf-8")
         if not args.quiet:
             print(text)
+        kept = run_dir.path if args.sim else run_dir.path / "report.html"
         print(f"run {i + 1}: {'REPRODUCED' if out.reproduced else 'NOT reproduced'}: {out.why}; "
               f"anomalies {out.counts or 'none'}, lost by acks {out.lost_by_acks}; "
-              f"report {run_dir.path / 'report.html'}")
+              f"{'run dir' if args.sim else 'report'} {kept}")
     n_ok = sum(o["reproduced"] for o in outcomes)
     n_done = sum(o["carried_out"] for o in outcomes)
     wants = [f"{k} {v}" for k, v in plan.expected_text().items()]

@@ -1,2 +1,3 @@
-"""Plans on the simulator: workload, faults, history and check (`highwater sim`), and the search
-for failing schedules (`highwater sim explore`). Entry point: run.simulate."""
+"""The simulator's command (`highwater sim`), the search for failing schedules (`highwater sim
+explore`), the simulated brokers' settings (config.py) and clients (workload.py). A schedule
+runs through the one run pipeline: harness/run/simulated.simulate."""

@@ -54,8 +54,9 @@ def _load(args: argparse.Namespace, path: str):  # -> Plan
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.nemesis import NemesisError, check_supported
+    from harness.nemesis import NemesisError
     from harness.plan.errors import PlanError
+    from harness.run.simulated import check_simulable
 
     explore = args.words[0] == "explore"
     words = args.words[1:] if explore else args.words
@@ -67,12 +68,9 @@ def run(args: argparse.Namespace) -> int:
         if plan.nemesis.mode == "random":
             from harness.plan.random_nemesis import generate
 
-            check_supported(generate(plan, seed=1), simulated=True)
+            check_simulable(plan, generate(plan, seed=1))
         else:
-            check_supported(plan.faults, simulated=True)
-        if plan.workload.consumers.mode != "assign":
-            raise NemesisError("workload.consumers.mode subscribe: consumer groups are not "
-                                 "simulated (run the plan in containers)")
+            check_simulable(plan, plan.faults)
     except (PlanError, NemesisError, ValueError) as e:
         print(f"highwater sim: {e}", file=sys.stderr)
         return 2
