@@ -7,15 +7,14 @@ naming file:line and field where known) and no results.json. `expected` given he
 every run; `expectations` (already-built Expectation objects: what `highwater run` passes from
 its in-memory Plan, so the plan is not written out and parsed back) likewise; otherwise a run's
 `plan.yaml` `expected` key is used (see `plan_expected`: `highwater check` on a stored run).
-The metadata check's result, which `highwater run` stores in run.json (`metadata_divergence`,
-metadata_check.py), is carried into results.json as `metadata-divergence` (its own name,
-HISTORY.md) and judged in the run's verdict (`RunResult.verdict`, expectations.run_verdict), not
-in results.json's `verdict`, which stays the history's; re-checking a stored run keeps it.
-Likewise `controller-commit-while-cut` (quorum_check.controller_cut_check, computed here
-from the run's quorum.jsonl and its history's nemesis ops, when it has both), the liveness check
-`unconverged-replicas` (run.json `unconverged_replicas`, harness.checker.convergence) and
-`diverged-offsets` (harness.checker.replica_logs.run_divergence, computed here from the run's
-collected data dirs, when it has them).
+The run checks beside the history (`metadata-divergence`, `controller-commit-while-cut`,
+`unconverged-replicas`, `diverged-offsets`, `unexpected-exits`) come from
+harness.checker.results.gather_run_checks (what `highwater run` stored in run.json, or computed
+from the run dir's quorum.jsonl and collected data dirs), each under its own name (HISTORY.md),
+and are judged in the run's verdict (`RunResult.verdict`, expectations.run_verdict), not in
+results.json's `verdict`, which stays the history's; re-checking a stored run keeps them. The
+simulator builds its results.json the same way with the reference checker
+(results.check_run).
 A history is read from its Parquet sidecar (harness.checker.sidecar: built beside it on the
 first check, while the Spark session starts, and used only while it matches the jsonl's size
 and SHA-256) or, when it has none (a line pyarrow cannot read with the schema), as JSON; both
@@ -39,30 +38,19 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from harness.checker.expectations import (
-    CONTROLLER_COMMIT_WHILE_CUT,
-    DIVERGED_OFFSETS,
-    METADATA_DIVERGENCE,
-    UNCONVERGED_REPLICAS,
-    UNEXPECTED_EXITS,
     Expectation,
     ExpectationError,
     parse_expected,
     run_verdict,
-    verdict,
 )
 from harness.checker.history import (
     ACKS,
     ANOMALIES,
-    INFORMATIONAL,
     history_schema,
     validate_history,
 )
-from harness.checker.quorum_check import controller_cut_check
-from harness.checker.replica_logs import run_divergence
-from harness.store.files import StoreError
+from harness.checker.results import gather_run_checks, history_results, with_run_checks
 from harness.store.history import HISTORY_FILE
-from harness.store.meta import read_meta
-from harness.store.quorum import QUORUM_FILE
 from harness.store.results import write_results
 
 PLAN_FILE = "plan.yaml"
@@ -343,15 +331,8 @@ def _check(spark, runs: list[_Run], timings: dict[str, float]) -> list[RunResult
             stats_by_run = {key_of[rid]: s for rid, s in stats_rows.items()}
             for run in good:
                 key = str(run.history.parent)
-                res = build_results(
-                    stats_by_run.get(key), rows_by_run.get(key, []), run.expectations,
-                    metadata=stored_metadata_divergence(run.run_dir),
-                    controller_cut=controller_cut_check(run.history,
-                                                        run.run_dir / QUORUM_FILE),
-                    convergence=stored_run_check(run.run_dir, "unconverged_replicas"),
-                    divergence=run_divergence(run.run_dir),
-                    exits=stored_run_check(run.run_dir, "unexpected_exits"),
-                )
+                res = build_results(stats_by_run.get(key), rows_by_run.get(key, []),
+                                    run.expectations, gather_run_checks(run.run_dir))
                 write_results(run.run_dir, res)
                 results[key] = RunResult(run.run_dir, results=res)
     finally:
@@ -393,29 +374,17 @@ def _tune(spark, paths: list[str]) -> None:
 def stored_metadata_divergence(run_dir: Path) -> dict[str, Any] | None:
     """The metadata check `highwater run` stored in run.json, or None (not run, or unreadable:
     the history is still checked, and a `metadata-divergence` expectation then misses)."""
+    from harness.checker.results import stored_run_check
+
     return stored_run_check(run_dir, "metadata_divergence")
-
-
-def stored_run_check(run_dir: Path, key: str) -> dict[str, Any] | None:
-    """A run check `highwater run` stored in run.json under `key`, or None (not run, or
-    unreadable: an expectation about it then misses)."""
-    try:
-        found = read_meta(run_dir).get(key)
-    except StoreError:  # a run.json that does not parse: no result, said by the miss
-        return None
-    return found if isinstance(found, dict) and isinstance(found.get("count"), int) else None
 
 
 def build_results(
     stats_row: Mapping[str, Any] | None, rows: list, expectations: Sequence[Expectation],
-    metadata: Mapping[str, Any] | None = None,
-    controller_cut: Mapping[str, Any] | None = None,
-    convergence: Mapping[str, Any] | None = None,
-    divergence: Mapping[str, Any] | None = None,
-    exits: Mapping[str, Any] | None = None,
+    checks: Mapping[str, Mapping[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
     """results.json of HISTORY.md from one run's stats row and top-10 anomaly rows, plus the
-    metadata check's result when the run made one (HISTORY.md: under its own name)."""
+    run checks (results.gather_run_checks) under their own names (HISTORY.md)."""
     anomalies: dict[str, dict[str, Any]] = {
         name: {"count": 0, "by_partition": {}, "examples": []} for name in ANOMALIES
     }
@@ -436,25 +405,4 @@ def build_results(
     s = dict(stats_row or {})
     stats = {k: int(s.get(k) or 0) for k in ("sends", "acked", "failed", "info", "polls")}
     stats["lost_by_acks"] = lost_by_acks
-    counts = {name: a["count"] for name, a in anomalies.items()}
-    valid = all(n == 0 for name, n in counts.items() if name not in INFORMATIONAL)
-    results: dict[str, Any] = {
-        "valid": valid,
-        "anomalies": anomalies,
-        "stats": stats,
-        "expected": {e.anomaly: e.text for e in expectations},
-        "verdict": verdict(valid, counts, expectations),
-    }
-    if metadata is not None:
-        results[METADATA_DIVERGENCE] = dict(metadata)
-    if controller_cut is not None:
-        results[CONTROLLER_COMMIT_WHILE_CUT] = dict(controller_cut)
-    if convergence is not None:
-        results[UNCONVERGED_REPLICAS] = dict(convergence)
-    if divergence is not None:
-        results[DIVERGED_OFFSETS] = dict(divergence)
-    if exits is not None:
-        results[UNEXPECTED_EXITS] = dict(exits)
-    return results
-
-
+    return with_run_checks(history_results(anomalies, stats, expectations), checks or {})

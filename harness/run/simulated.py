@@ -36,21 +36,18 @@ from broker_app.sim.quorum import CONTROLLER_ID_BASE
 from harness.checker.exits import exits_result
 from harness.checker.expectations import (
     AS_EXPECTED,
-    CONTROLLER_COMMIT_WHILE_CUT,
     DIVERGED_OFFSETS,
     INVARIANT_VIOLATIONS,
+    METADATA_DIVERGENCE,
     UNCONVERGED_REPLICAS,
     UNEXPECTED,
     UNEXPECTED_EXITS,
     Judgement,
     run_verdict,
-    verdict,
 )
-from harness.checker.history import INFORMATIONAL
 from harness.checker.metadata_check import committed_log_divergence, committed_records
-from harness.checker.quorum_check import controller_cut_check
-from harness.checker.reference import reference_check
 from harness.checker.replica_logs import divergence_check
+from harness.checker.results import check_run
 from harness.cluster.simulated import SimulatedCluster
 from harness.nemesis import FiredStep, Nemesis, NemesisError
 from harness.plan.model import Plan, Step
@@ -60,7 +57,6 @@ from harness.sim.config import broker_configs, controller_config
 from harness.sim.workload import ClientContext, Drainer, SimConsumer, SimProducer, SimWorkload
 from harness.store.history import HISTORY_FILE, HistoryWriter
 from harness.store.quorum import QUORUM_FILE, QuorumWriter
-from harness.store.results import write_results
 from harness.workload import all_partitions, parse_partition, producer_jobs
 
 TICK_MS = 50  # the fault loop's poll interval (virtual)
@@ -94,15 +90,6 @@ class SimResult:
     @property
     def verdict(self) -> str:
         return self.judgement.verdict
-
-
-def judge(plan: Plan, checked: dict[str, Any]) -> dict[str, Any]:
-    """results.json (HISTORY.md) from the reference checker's anomalies and stats."""
-    counts = {k: v["count"] for k, v in checked["anomalies"].items()}
-    valid = all(n == 0 for k, n in counts.items() if k not in INFORMATIONAL)
-    return {"valid": valid, "anomalies": checked["anomalies"], "stats": checked["stats"],
-            "expected": plan.expected_text(),
-            "verdict": verdict(valid, counts, list(plan.expected.values()))}  # fmt: skip
 
 
 def controller_image(cluster: SimCluster) -> Any:
@@ -297,22 +284,19 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     finally:
         rt.close()
     cluster, loop = rt.sim, rt.loop
-    path = out_dir / HISTORY_FILE
-    results = judge(plan, reference_check(path))
-    if len(cluster.controllers) > 1:
-        results["metadata-divergence"] = quorum_metadata_check(cluster)
-    cut = controller_cut_check(path, out_dir / QUORUM_FILE)
-    if cut is not None:
-        results[CONTROLLER_COMMIT_WHILE_CUT] = cut
-    results[UNCONVERGED_REPLICAS] = carried.convergence
-    results[INVARIANT_VIOLATIONS] = rt.invariants.result()
     diverged = replica_divergence(cluster)
-    results[DIVERGED_OFFSETS] = divergence_check(diverged)
-    results[UNEXPECTED_EXITS] = exits_result(cluster.unexpected_exits())
-    write_results(out_dir, results)
+    # The one way a run's records become results.json (harness/checker/results.py); what
+    # only the simulator measures is given here, the controller cut is read from the files.
+    measured = {UNCONVERGED_REPLICAS: carried.convergence,
+                INVARIANT_VIOLATIONS: rt.invariants.result(),
+                DIVERGED_OFFSETS: divergence_check(diverged),
+                UNEXPECTED_EXITS: exits_result(cluster.unexpected_exits())}
+    if len(cluster.controllers) > 1:
+        measured[METADATA_DIVERGENCE] = quorum_metadata_check(cluster)
+    results = check_run(out_dir, list(plan.expected.values()), measured)
     assert rt.ctx is not None
-    return SimResult(seed, results, carried.nemesis.fired, loop.now_ms, loop.events_run, path,
-                     diverged, dict(rt.ctx.follower_reads))
+    return SimResult(seed, results, carried.nemesis.fired, loop.now_ms, loop.events_run,
+                     out_dir / HISTORY_FILE, diverged, dict(rt.ctx.follower_reads))
 
 
 class QuorumSampler:

@@ -1,6 +1,6 @@
 """results.json (HISTORY.md): its one writer and one reader.
 
-The checker builds the mapping (harness.checker.check.build_results); this module only owns the
+The checker builds the mapping (harness.checker.results); this module only owns the
 file: `write_results` replaces it atomically (a reader never sees half a file) with the layout
 HISTORY.md shows (2-space indent, trailing newline); `read_results` returns it, None when absent,
 and raises StoreError naming the file when it is not a JSON object.
