@@ -1,9 +1,10 @@
 """ReplicaFetcherThread / ReplicaFetcherManager: the asyncio edge driving a FetcherSession.
 
 One ReplicaFetcherThread (an asyncio task) per leader broker. What to send and how to apply the
-answers is replication/fetcher_session.py (sans I/O): a round is ListOffsets for partitions out
-of range, OffsetForLeaderEpoch v4 for partitions "truncating" (kip-101 / kip-279), then one
-Fetch v15 for every partition "fetching"; this module only sends them. The leader address is
+answers is replication/fetcher_session.py and fetcher_round.py (sans I/O, the same code the
+simulator's SimFetcher drives): a round is ListOffsets for partitions out of range,
+OffsetForLeaderEpoch v4 for partitions "truncating" (kip-101 / kip-279), then one Fetch v15
+for every partition "fetching"; this module only sends them. The leader address is
 `--peer-address ID=HOST:PORT` when given (e.g. a Toxiproxy proxy), else the leader's registered
 listener. When a round made no progress (nothing fetchable because every partition is FENCED,
 a connection error, a partition error) the thread waits as FetchPacer decides
@@ -25,9 +26,9 @@ import logging
 from collections.abc import Callable
 
 from broker_app.aio import cancel_and_wait
-from broker_app.replication.errors import LogTruncationNotAllowedError
 from broker_app.replication.fetcher import ReplicaFetcherState
 from broker_app.replication.fetcher_pacing import FetchPacer, RoundOutcome
+from broker_app.replication.fetcher_round import FetchRound
 from broker_app.replication.fetcher_session import FetcherSession
 from broker_app.replication.partition import Partition
 from broker_app.replication.replica_manager import ReplicaManager
@@ -116,32 +117,28 @@ class ReplicaFetcherThread:
             await asyncio.wait_for(self._wake.wait(), seconds)
 
     async def run_round(self) -> RoundOutcome:
-        """ListOffsets (out of range), OffsetForLeaderEpoch (truncating), then one Fetch; each
-        request is built after the previous answer was applied."""
+        """One FetchRound (replication/fetcher_round.py: ListOffsets, OffsetForLeaderEpoch,
+        Fetch, each built after the previous answer was applied), sent over this thread's
+        connection."""
         self.rounds += 1
         self.pacer.round_started()
-        sent = errors = 0
-        session = self.session
-        try:
-            for pending in session.build_list_offsets():
-                errors += session.apply(pending, await self.client.send(pending.body))
-                sent += 1
-            for build_next in (session.build_offset_for_leader_epoch, session.build_fetch):
-                pending = build_next()
-                if pending is not None:
-                    errors += session.apply(pending, await self.client.send(pending.body))
-                    sent += 1
-        except LogTruncationNotAllowedError as e:
-            log.critical("%s: stopping the broker", e)
-            self.on_fatal(str(e))
-            return RoundOutcome(sent=sent + 1, errors=errors + 1)
-        except ClientError as e:
-            log.info("fetch from broker %d failed: %s", self.leader_id, e)
-            return RoundOutcome(sent=sent + 1, errors=errors + 1)
-        except Exception:  # a bug must not silently stop replication for good
-            log.exception("replica fetcher for leader %d", self.leader_id)
-            return RoundOutcome(sent=sent + 1, errors=errors + 1)
-        return RoundOutcome(sent=sent, errors=errors)
+        rnd = FetchRound(self.session)
+        while (pending := rnd.next_request()) is not None:
+            try:
+                response = await self.client.send(pending.body)
+            except ClientError as e:
+                log.info("fetch from broker %d failed: %s", self.leader_id, e)
+                rnd.failed()
+                continue
+            except Exception:  # a bug must not silently stop replication for good
+                log.exception("replica fetcher for leader %d", self.leader_id)
+                rnd.failed()
+                continue
+            rnd.answered(pending, response)
+        if rnd.fatal is not None:
+            log.critical("%s: stopping the broker", rnd.fatal)
+            self.on_fatal(rnd.fatal)
+        return rnd.outcome
 
 
 class ReplicaFetcherManager:

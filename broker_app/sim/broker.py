@@ -42,9 +42,9 @@ from broker_app.replication.alter_partition_manager import (
     build_alter_partition,
     parse_alter_partition,
 )
-from broker_app.replication.errors import LogTruncationNotAllowedError
 from broker_app.replication.fetcher_pacing import FetchPacer, RoundOutcome
-from broker_app.replication.fetcher_session import FetcherSession, PendingRequest
+from broker_app.replication.fetcher_round import FetchRound
+from broker_app.replication.fetcher_session import FetcherSession
 from broker_app.replication.messages import AlterPartitionRequest
 from broker_app.replication.partition import Partition
 from broker_app.replication.replica_manager import ReplicaManager
@@ -424,8 +424,9 @@ class SimBroker:
 
 class SimFetcher:
     """One leader's replica fetches: server/replica_fetcher.py's ReplicaFetcherThread on
-    callbacks. A round is ListOffsets -> OffsetForLeaderEpoch -> Fetch, each built after the
-    previous answer was applied; FetchPacer decides when the next round may start."""
+    callbacks, driving the same FetchRound (ListOffsets -> OffsetForLeaderEpoch -> Fetch,
+    each built after the previous answer was applied); FetchPacer decides when the next round
+    may start."""
 
     def __init__(self, broker: SimBroker, leader_id: int) -> None:
         cfg = broker.config
@@ -442,9 +443,7 @@ class SimFetcher:
         self.timeout_ms = cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms
         self.running = False
         self._timer: Timer | None = None
-        self._queue: list[PendingRequest] = []
-        self._stage = 0
-        self._sent = self._errors = 0
+        self._round = FetchRound(self.session)
         self.rounds = 0
 
     def add(self, partition: Partition) -> None:
@@ -469,45 +468,26 @@ class SimFetcher:
         self.running = True
         self.rounds += 1
         self.pacer.round_started()
-        self._sent = self._errors = 0
-        self._stage = 0
-        self._queue = self.session.build_list_offsets()
+        self._round = FetchRound(self.session)
         self._next()
 
     def _next(self) -> None:
-        session = self.session
-        while not self._queue:
-            self._stage += 1
-            if self._stage == 1:
-                pending = session.build_offset_for_leader_epoch()
-            elif self._stage == 2:
-                pending = session.build_fetch()
-            else:
-                self._done(RoundOutcome(sent=self._sent, errors=self._errors))
-                return
-            if pending is not None:
-                self._queue = [pending]
-        pending = self._queue.pop(0)
+        rnd = self._round
+        pending = rnd.next_request()
+        if pending is None:
+            self._done(rnd.outcome)
+            if rnd.fatal is not None:  # Kafka <= 2.0 exits (KAFKA-3410), as production's on_fatal
+                log.error("%s: %s: stopping the broker", self.broker.name, rnd.fatal)
+                self.broker.exit(rnd.fatal)
+            return
 
         def ok(resp: Any) -> None:
-            try:
-                self._errors += session.apply(pending, resp)
-            except LogTruncationNotAllowedError as e:
-                # Kafka <= 2.0 exits (KAFKA-3410): a clean shutdown, as production's on_fatal
-                log.error("%s: %s: stopping the broker", self.broker.name, e)
-                self._done(RoundOutcome(sent=self._sent + 1, errors=self._errors + 1))
-                self.broker.exit(str(e))
-                return
-            except Exception:  # a bug must not silently stop replication (as production)
-                log.exception("%s: replica fetcher for leader %d", self.broker.name,
-                              self.leader_id)  # fmt: skip
-                self._done(RoundOutcome(sent=self._sent + 1, errors=self._errors + 1))
-                return
-            self._sent += 1
+            rnd.answered(pending, resp)
             self._next()
 
         def failed(reason: str) -> None:
-            self._done(RoundOutcome(sent=self._sent + 1, errors=self._errors + 1))
+            rnd.failed()
+            self._next()
 
         self.broker.net.rpc(self.broker.name, self.leader, pending.body, ok, failed,
                             self.timeout_ms)  # fmt: skip
