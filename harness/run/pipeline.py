@@ -31,7 +31,6 @@ from harness.checker.convergence import ConvergenceWatch
 from harness.nemesis import Nemesis
 from harness.plan.model import Plan, Step
 from harness.plan.state import ClusterState
-from harness.workload import all_partitions
 
 
 class RunAborted(Exception):
@@ -88,10 +87,6 @@ def carry_out(plan: Plan, steps: Sequence[Step], seed: int, rt: Runtime,
         rt.say(f"not converged within {window:g}s: {describe(last)}; draining anyway")
     drained = rt.drain(plan.drain.timeout_s, plan.drain.idle_s)
     return Carried(wl, nemesis, watch.result(window), converged is not None, drained)
-
-
-def partitions_of(plan: Plan) -> list[tuple[str, int]]:
-    return all_partitions(plan.cluster)
 
 
 def describe(state: ClusterState | None) -> str:

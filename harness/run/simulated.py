@@ -92,22 +92,18 @@ class SimResult:
         return self.judgement.verdict
 
 
-def controller_image(cluster: SimCluster) -> Any:
-    return SimulatedCluster(cluster).controller_image()
-
-
-def _all_registered(cluster: SimCluster) -> bool:
-    image = controller_image(cluster)
+def _all_registered(cluster: SimulatedCluster) -> bool:
+    image = cluster.controller_image()
     return image is not None and all(
-        (b := image.brokers.get(i)) is not None and not b.fenced for i in cluster.brokers
+        (b := image.brokers.get(i)) is not None and not b.fenced for i in cluster.sim.brokers
     )
 
 
-def _settled(cluster: SimCluster, partitions: int = 0) -> bool:
+def _settled(cluster: SimulatedCluster, partitions: int = 0) -> bool:
     """Every partition (at least `partitions` of them: a quorum's committed image may not
     hold the topics just created yet) led, with every replica in the ISR, in the
     controller's (committed) image."""
-    image = controller_image(cluster)
+    image = cluster.controller_image()
     if image is None or sum(1 for _ in image.all_partitions()) < partitions:
         return False
     for _t, _i, reg in image.all_partitions():
@@ -136,7 +132,7 @@ class SimRuntime:
         self.quorum: QuorumSampler | None = None
         self.notes: list[str] = []
         self.sim.start()
-        if not self._wait(lambda: _all_registered(self.sim), STARTUP_TIMEOUT_MS):
+        if not self._wait(lambda: _all_registered(self.cluster), STARTUP_TIMEOUT_MS):
             raise SimAborted("brokers did not register within 30 s (virtual)")
 
     # --- clock and state --------------------------------------------------------------------
@@ -189,7 +185,7 @@ class SimRuntime:
         if bad:
             raise SimAborted(f"CreateTopics failed: {bad}")
         expected = sum(t.partitions for t in topics)
-        if not self._wait(lambda: _settled(self.sim, expected), STARTUP_TIMEOUT_MS):
+        if not self._wait(lambda: _settled(self.cluster, expected), STARTUP_TIMEOUT_MS):
             raise SimAborted("topics did not get leaders within 30 s (virtual)")
         loop = self.loop
         self.start_ms = start_ms = loop.now_ms
@@ -284,7 +280,7 @@ def simulate(plan: Plan, steps: Sequence[Step], seed: int, out_dir: Path) -> Sim
     finally:
         rt.close()
     cluster, loop = rt.sim, rt.loop
-    diverged = replica_divergence(cluster)
+    diverged = replica_divergence(rt.cluster)
     # The one way a run's records become results.json (harness/checker/results.py); what
     # only the simulator measures is given here, the controller cut is read from the files.
     measured = {UNCONVERGED_REPLICAS: carried.convergence,
@@ -334,7 +330,7 @@ class QuorumSampler:
             self.writer.close()
 
 
-def replica_divergence(cluster: SimCluster) -> dict[str, dict[int, dict[str, str]]]:
+def replica_divergence(simulated: SimulatedCluster) -> dict[str, dict[int, dict[str, str]]]:
     """Offsets where two ISR members of a partition (the controller's ISR, after the settle)
     hold different values, from the segment files on their simulated disks (what a container
     run collects): harness/checker/replica_logs.py's valid_batches and diverged_offsets. Followers
@@ -343,7 +339,8 @@ def replica_divergence(cluster: SimCluster) -> dict[str, dict[int, dict[str, str
     from broker_app.storage.topic_partition import TopicPartition
     from harness.checker.replica_logs import diverged_offsets, valid_batches, values
 
-    image = controller_image(cluster)
+    cluster = simulated.sim
+    image = simulated.controller_image()
     if image is None:
         return {}
     out: dict[str, dict[int, dict[str, str]]] = {}
@@ -389,10 +386,6 @@ def quorum_metadata_check(cluster: SimCluster) -> dict[str, Any]:
         final[name] = committed_records(client.log, client.high_watermark) \
             if client is not None and c.process.up else {}
     return committed_log_divergence(applied, final)
-
-
-def final_state(cluster: SimCluster) -> Any:
-    return SimulatedCluster(cluster).state(0.0)
 
 
 def _batches_agree(replicas: list[list[tuple[int, int, int]]]) -> bool:
