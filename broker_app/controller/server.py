@@ -9,7 +9,8 @@
   other request goes to ControllerApis (RaftQuorumController's operations), and its answer is held
   until the Raft high watermark passes what it depends on, becoming NOT_CONTROLLER if this
   controller lost leadership first.
-- A Fetch of `__cluster_metadata-0` at the high watermark is parked until the high watermark
+- A Fetch of `__cluster_metadata-0` at the high watermark is parked (controller/respond.py,
+  shared with the simulator) until the high watermark
   moves (RaftManager's on_commit calls `wake_parked_fetches`) or its max_wait expires, so
   brokers learn metadata changes promptly with long polls, as in KRaft.
 - Timer: RaftQuorumController.tick(now_ms) every `tick_interval_ms` (on the active controller:
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker_app.aio import cancel_and_wait
+from broker_app.env import AsyncioEnv
 from broker_app.environment import monotonic_ms
 from broker_app.protocol.codec import encode_response
 from broker_app.protocol.errors import ProtocolError
@@ -40,15 +42,14 @@ from broker_app.protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder
 from broker_app.reject_log import RejectLog
 
 from .apis import decode_controller_request
-from .controller_apis import ControllerApis, DelayedMetadataFetch
+from .controller_apis import ControllerApis
+from .respond import TIMED_OUT, ParkedMetadataFetches, answer_request
 
 if TYPE_CHECKING:
     from .raft_controller import RaftQuorumController
     from .raft_manager import RaftManager
 
 log = logging.getLogger(__name__)
-
-PENDING_ANSWER_TIMEOUT_S = 30.0  # an answer waiting for commit; a deposed leader fails sooner
 
 
 @dataclass
@@ -88,7 +89,8 @@ class ControllerServer:
         self.apis: ControllerApis | None = None
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._committed = asyncio.Event()
+        self.env = AsyncioEnv()
+        self.parked = ParkedMetadataFetches(self.env, fetch_max_wait_cap_ms)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -163,8 +165,6 @@ class ControllerServer:
             return False
         try:
             result = await self._process_request(request)
-            if isinstance(result, DelayedMetadataFetch):
-                result = await self._await_fetch(result)
         except Exception:
             if self.rejects.warning("connection %s: handler for api_key=%d v%d failed; closing",
                                     peer, request.api_key, request.api_version):  # fmt: skip
@@ -184,36 +184,16 @@ class ControllerServer:
         if request.api_key == FETCH and request.api_version > 12:
             raise ValueError(f"Fetch v{request.api_version}: only <= 12 and "
                              f"{RAFT_FETCH_VERSION} (Raft) here")
-        result, pending = self.apis.handle_pending(request, monotonic_ms())
-        if pending is None:
-            return result
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        pending.on_done(lambda _p: done.done() or done.set_result(None))
-        await asyncio.wait_for(done, PENDING_ANSWER_TIMEOUT_S)
-        return result if pending.error is None else self.apis.refused(request, monotonic_ms())
+        answer = self.env.future()
+        answer_request(self.env, self.apis, request, self.parked, answer.set_result)
+        result = await answer
+        if result is TIMED_OUT:
+            raise TimeoutError("the answer waited for a commit that never came")
+        return result
 
     def wake_parked_fetches(self) -> None:
         """The high watermark moved: parked metadata fetches look again."""
-        self._committed.set()
-        self._committed = asyncio.Event()
-
-    async def _await_fetch(self, delayed: DelayedMetadataFetch) -> Any:
-        loop = asyncio.get_running_loop()
-        wait_ms = delayed.max_wait_ms
-        if self.fetch_max_wait_cap_ms is not None:
-            wait_ms = min(wait_ms, self.fetch_max_wait_cap_ms)
-        deadline = loop.time() + wait_ms / 1000
-        while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return delayed.complete(True)
-            try:
-                await asyncio.wait_for(self._committed.wait(), remaining)
-            except TimeoutError:
-                pass
-            response = delayed.complete(False)
-            if response is not None:
-                return response
+        self.parked.wake()
 
     # --- admin HTTP ---------------------------------------------------------------------------
 

@@ -9,8 +9,8 @@ next_request() returns None. Then `round.outcome` is what FetchPacer paces on, a
 when set, is why the broker must stop (LogTruncationNotAllowedError: a follower ahead of its
 leader under the "stop" behaviour, KAFKA-3410, as Kafka <= 2.0 exits).
 
-The drivers: server/replica_fetcher.py (an asyncio task per leader, production) and
-sim/broker.py's SimFetcher (callbacks on the simulator's virtual clock). A bug in applying an
+The driver: server/replica_fetcher.py's ReplicaFetcherThread, one task per leader on either
+runtime (asyncio in production, the simulator's virtual time in SimBroker). A bug in applying an
 answer ends the round as a failed request (logged), so it cannot stop replication for good.
 """
 

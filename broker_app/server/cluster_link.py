@@ -1,4 +1,4 @@
-"""ClusterLink: a broker's connection to the controller (the asyncio edge of the control plane).
+"""ClusterLink: a broker's connection to the controller (the edge of the control plane).
 
 - registration and heartbeats: the sans-I/O BrokerLifecycle (controller/broker_lifecycle.py)
   builds every BrokerRegistration / BrokerHeartbeat and reads every answer (registration with
@@ -16,12 +16,16 @@
   clients (AdminClient talks to brokers), and waits (bounded) until what the controller
   committed reaches this broker's image, so a following Metadata or DescribeConfigs sees it.
 Three connections (metadata long-poll, heartbeats, everything else) so none waits on another.
+
+Written once against broker_app/env.py's Env: production runs it on asyncio (AsyncioEnv), the
+simulator's SimBroker on virtual time (sim/env.py's SimEnv), so both runtimes register,
+heartbeat, follow the metadata log and send AlterPartition through this code. `serving` is set
+once the broker is first unfenced: the client listener's gate (server/network.py in
+production, SimBroker's backlog on the simulator).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import logging
 import uuid
@@ -39,7 +43,7 @@ from tenacity import (
 from broker_app.aio import cancel_and_wait
 from broker_app.config import BrokerConfig
 from broker_app.controller.broker_lifecycle import CONTROLLED_SHUTDOWN_MS, BrokerLifecycle
-from broker_app.environment import monotonic_ms
+from broker_app.env import AsyncioEnv, Env, Handle
 from broker_app.metadata import MetadataLoader
 from broker_app.metadata.image import MetadataImage
 from broker_app.metadata.metadata_fetcher import MetadataFetcher, MetadataFetchError
@@ -52,7 +56,7 @@ from broker_app.replication.alter_partition_manager import (
 from broker_app.replication.messages import AlterPartitionRequest
 from broker_app.replication.replica_manager import ReplicaManager
 
-from .network_client import ClientError, KafkaClient
+from .network_client import ClientError
 
 log = logging.getLogger(__name__)
 
@@ -88,21 +92,36 @@ def answers_not_controller(entity: Any, depth: int = 0) -> bool:
 
 
 class ClusterLink:
-    def __init__(self, config: BrokerConfig, replica_manager: ReplicaManager) -> None:
-        assert config.controller is not None
+    def __init__(
+        self,
+        config: BrokerConfig,
+        replica_manager: ReplicaManager,
+        env: Env | None = None,
+        controllers: list[Any] | None = None,
+        incarnation_id: uuid.UUID | None = None,
+    ) -> None:
+        """controllers: the controllers' addresses to try in turn, first one first (default:
+        config.controller, then the rest of config.controller_bootstrap); incarnation_id:
+        a fresh random one unless given (the simulator draws it from its seeded rng)."""
         self.config = config
         self.replica_manager = replica_manager
-        host, port = config.controller
-        # Quorum mode: the controllers to try in turn (see _next_controller).
-        self._controllers = list(config.controller_bootstrap) or [config.controller]
-        if config.controller not in self._controllers:
-            self._controllers.insert(0, config.controller)
-        self._controller_index = self._controllers.index(config.controller)
+        self.env: Env = env or AsyncioEnv()
+        if controllers is None:
+            assert config.controller is not None
+            # Quorum mode: the controllers to try in turn (see _next_controller).
+            controllers = list(config.controller_bootstrap) or [config.controller]
+            if config.controller not in controllers:
+                controllers.insert(0, config.controller)
+            first = controllers.index(config.controller)
+            controllers = controllers[first:] + controllers[:first]
+        self._controllers = controllers
+        self._controller_index = 0
         timeout = config.request_timeout_ms
         cid = f"broker-{config.node_id}"
-        self._meta_client = KafkaClient(host, port, cid + "-metadata", timeout)
-        self._hb_client = KafkaClient(host, port, cid + "-heartbeat", timeout)
-        self._rpc_client = KafkaClient(host, port, cid, timeout)
+        address = controllers[0]
+        self._meta_client = self.env.connect(address, cid + "-metadata", timeout)
+        self._hb_client = self.env.connect(address, cid + "-heartbeat", timeout)
+        self._rpc_client = self.env.connect(address, cid, timeout)
         self.loader = MetadataLoader()
         self.metadata_fetcher = MetadataFetcher(config.node_id, config.cluster_id, self.loader,
                                                 config.replica_fetch_backoff_ms)  # fmt: skip
@@ -115,14 +134,18 @@ class ClusterLink:
             retry_backoff_ms=LIFECYCLE_RETRY_BACKOFF_MS,
             # KIP-966: the clean-shutdown marker's epoch, -1 after an unclean shutdown.
             previous_broker_epoch=replica_manager.log_manager.previous_broker_epoch,
-            rack=config.broker_rack,
+            rack=config.broker_rack, **({} if incarnation_id is None
+                                        else {"incarnation_id": incarnation_id}),
         )  # fmt: skip
-        self._image_changed = asyncio.Event()
-        self._lifecycle_wake = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
+        env = self.env
+        self.serving = env.event()  # set once first unfenced (lifecycle.ready_to_serve)
+        self._image_changed = env.event()
+        self._lifecycle_wake = env.event()
+        self._tasks: list[Handle] = []
         self._pending_creates: set[str] = set()
-        self._alter_wake = asyncio.Event()
-        self._alter_sends: set[asyncio.Task[None]] = set()
+        self._alter_wake = env.event()
+        self._alter_sends: dict[int, Handle] = {}  # the sends in flight (stop() cancels them)
+        self._alter_seq = 0
         replica_manager.alter_partition_sink = self._on_alter_partition
         replica_manager.broker_epoch = lambda: self.lifecycle.broker_epoch
 
@@ -150,16 +173,16 @@ class ClusterLink:
             self._metadata_loop(),
             self._alter_partition_loop(),
         ):
-            self._tasks.append(asyncio.create_task(coro))
+            self._tasks.append(self.env.spawn(coro))
 
     async def controlled_shutdown(self) -> bool:
         """Ask the controller to move our leaderships away and wait (serving meanwhile) until
         it lets us go, at most CONTROLLED_SHUTDOWN_MS (broker_lifecycle.py). True if granted."""
-        lc = self.lifecycle
-        lc.begin_controlled_shutdown(monotonic_ms())
+        lc, env = self.lifecycle, self.env
+        lc.begin_controlled_shutdown(env.now_ms())
         self._lifecycle_wake.set()
-        while not lc.stop_now(monotonic_ms()):
-            await asyncio.sleep(LIFECYCLE_TICK_MS / 1000)
+        while not lc.stop_now(env.now_ms()):
+            await env.sleep(LIFECYCLE_TICK_MS)
         if lc.may_shut_down:
             log.info("controlled shutdown granted: leaderships moved")
         else:
@@ -168,26 +191,28 @@ class ClusterLink:
         return lc.may_shut_down
 
     async def stop(self) -> None:
-        await cancel_and_wait([*self._tasks, *self._alter_sends])
+        """Production's stop (AsyncioEnv: its tasks are asyncio tasks). A simulated broker's
+        tasks end with its process incarnation."""
+        await cancel_and_wait([*self._tasks, *self._alter_sends.values()])  # type: ignore[list-item]
         for c in (self._meta_client, self._hb_client, self._rpc_client):
             c.close()
 
     async def _lifecycle_loop(self) -> None:
         """Registration and heartbeats: BrokerLifecycle decides, this loop only sends."""
         lc = self.lifecycle
-        # Real monotonic time, not the broker's skewable clock: Kafka paces heartbeats on its
-        # event queue's nanoTime, so a wall-clock jump never silences them (clock-skew.yaml
+        # The env's monotonic time, not the broker's skewable clock: Kafka paces heartbeats on
+        # its event queue's nanoTime, so a wall-clock jump never silences them (clock-skew.yaml
         # saw a leader 30 s behind fenced for "no heartbeat" with the skewable one).
-        clock = monotonic_ms
+        env = self.env
+        clock = env.now_ms
         hb_timeout = max(2000, 4 * self.config.heartbeat_interval_ms)
         while True:
             now = clock()
             body = lc.next_request(now, self.loader.image.offset)
             if body is None:
                 # Woken early by controlled_shutdown(): its first heartbeat goes at once.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._lifecycle_wake.wait(),
-                                           max(lc.next_send_ms - now, LIFECYCLE_TICK_MS) / 1000)
+                await env.wait(self._lifecycle_wake,
+                               max(lc.next_send_ms - now, LIFECYCLE_TICK_MS))  # fmt: skip
                 self._lifecycle_wake.clear()
                 continue
             before = (lc.state, lc.broker_epoch)
@@ -201,6 +226,9 @@ class ClusterLink:
             lc.on_response(resp, clock())
             if int(resp.error_code) == Errors.NOT_CONTROLLER:
                 self._next_controller()
+            if lc.ready_to_serve and not self.serving.is_set():
+                log.info("unfenced: serving clients")
+                self.serving.set()
             if (lc.state, lc.broker_epoch) != before:
                 why = f" ({lc.last_error})" if lc.last_error else ""
                 log.info("broker %d: %s, broker epoch %d%s", self.config.node_id,
@@ -213,10 +241,10 @@ class ClusterLink:
         if len(self._controllers) < 2:
             return
         self._controller_index = (self._controller_index + 1) % len(self._controllers)
-        host, port = self._controllers[self._controller_index]
-        log.info("trying controller %s:%d", host, port)
+        address = self._controllers[self._controller_index]
+        log.info("trying controller %s", address)
         for c in (self._meta_client, self._hb_client, self._rpc_client):
-            c.retarget(host, port)
+            c.retarget(address)
 
     # --- metadata ----------------------------------------------------------------------------
 
@@ -229,12 +257,12 @@ class ClusterLink:
             except (ClientError, MetadataFetchError) as e:
                 log.info("metadata fetch failed: %s", e)
                 fetcher.on_failure()
-                await asyncio.sleep(fetcher.backoff_ms() / 1000)
+                await self.env.sleep(fetcher.backoff_ms())
                 continue
             if delta is not None:
                 self.replica_manager.apply_metadata_delta(delta, self.config.min_insync_replicas)
                 self._image_changed.set()
-                self._image_changed = asyncio.Event()
+                self._image_changed = self.env.event()
 
     # --- AlterPartition ------------------------------------------------------------------------
 
@@ -248,15 +276,13 @@ class ClusterLink:
         while True:
             self._alter_wake.clear()  # before poll: a proposal submitted later sets it again
             for request in manager.poll(clock()):
-                task = asyncio.create_task(self._send_alter_partition(request))
-                self._alter_sends.add(task)
-                task.add_done_callback(self._alter_sends.discard)
+                self._alter_seq += 1
+                key = self._alter_seq
+                self._alter_sends[key] = self.env.spawn(self._send_alter_partition(request, key))
             due = manager.next_due_ms()
-            timeout = None if due is None else max(due - clock(), 1) / 1000
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._alter_wake.wait(), timeout)
+            await self.env.wait(self._alter_wake, None if due is None else max(due - clock(), 1))
 
-    async def _send_alter_partition(self, request: AlterPartitionRequest) -> None:
+    async def _send_alter_partition(self, request: AlterPartitionRequest, key: int) -> None:
         rm = self.replica_manager
         try:
             topic_id = rm.topic_ids.get(request.topic)
@@ -269,12 +295,15 @@ class ClusterLink:
             except ClientError as e:
                 rm.on_alter_partition_failure(request, str(e))
                 return
+            if answers_not_controller(resp):
+                self._next_controller()
             top, answer = parse_alter_partition(resp)
             if answer.error != Errors.NONE:
                 log.info("AlterPartition %s-%d answered %s", request.topic, request.partition,
                          answer.error.name)  # fmt: skip
             rm.on_alter_partition_response(request, answer, top)
         finally:
+            self._alter_sends.pop(key, None)
             self._alter_wake.set()  # a retry may now be scheduled
 
     # --- forwarding ----------------------------------------------------------------------------
@@ -292,6 +321,7 @@ class ClusterLink:
             async for attempt in AsyncRetrying(
                 stop=stop_after_delay(FORWARD_RETRY_S),
                 wait=wait_exponential(multiplier=0.05, max=1.0),
+                sleep=lambda seconds: self.env.sleep(seconds * 1000),
                 retry=retry_if_exception_type((ClientError, _AskedAStandby)),
                 reraise=True,
             ):
@@ -323,11 +353,10 @@ class ClusterLink:
         return resp
 
     async def wait_for_image(self, done: Callable[[MetadataImage], bool]) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + CREATE_WAIT_S
-        while not done(self.image) and loop.time() < deadline:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._image_changed.wait(), deadline - loop.time())
+        env = self.env
+        deadline = env.now_ms() + CREATE_WAIT_S * 1000
+        while not done(self.image) and env.now_ms() < deadline:
+            await env.wait(self._image_changed, deadline - env.now_ms())
 
     def create_internal_topic(
         self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
@@ -371,4 +400,4 @@ class ClusterLink:
             finally:
                 self._pending_creates.discard(name)
 
-        asyncio.get_running_loop().create_task(create())
+        self.env.spawn(create())

@@ -222,8 +222,8 @@ async def _serve_broker(config: BrokerConfig) -> int:
     )
     server = SocketServer(apis, config.host, config.port, config.max_frame_bytes, limits)
     # Kafka opens the client listener once the broker is unfenced (BrokerServer.startup):
-    # until then connections are accepted and wait (broker_lifecycle.ready_to_serve).
-    server.serving.clear()
+    # until then connections are accepted and wait (ClusterLink sets `serving`).
+    server.serving = apis.cluster.serving
     await server.start()
     stop = asyncio.Event()
     fatal: list[int] = []  # a replica fetcher asked to stop the broker (exit code 1)
@@ -268,14 +268,6 @@ async def _serve_broker(config: BrokerConfig) -> int:
         on_fatal=lambda _reason: (fatal.append(1), stop.set()),
     )
     link.start()
-
-    async def serve_once_unfenced() -> None:
-        while not link.lifecycle.ready_to_serve:
-            await asyncio.sleep(0.01)
-        log.info("unfenced: serving clients")
-        server.serving.set()
-
-    tasks.append(asyncio.create_task(serve_once_unfenced()))
 
     async def tick_loop() -> None:
         while True:

@@ -4,7 +4,8 @@ Per connection: read bytes -> FrameDecoder -> decode_request -> KafkaApis.handle
 write, one request at a time and in order (Kafka mutes a channel while its request is in flight;
 pipelining clients rely on responses arriving in request order). A DelayedFetch parks only its
 own connection until ReplicaManager's fetch purgatory says it can be answered, or it times
-out; an acks=all produce (Deferred) parks it until the produce purgatory answers.
+out; an acks=all produce (Deferred) parks it until the produce purgatory answers (both through
+server/respond.py, which the simulator's broker uses too).
 
 Malformed input — oversized or negative frame sizes (refused from the size prefix, before the
 body is read), truncated frames, garbage, unknown api keys/versions, bodies that do not fit
@@ -28,13 +29,15 @@ import logging
 from typing import Any
 
 from broker_app.aio import cancel_and_wait
+from broker_app.env import AsyncioEnv
 from broker_app.protocol.codec import decode_request, encode_response
 from broker_app.protocol.errors import ProtocolError
 from broker_app.protocol.framing import FrameDecoder
 from broker_app.reject_log import RejectLog
 
-from .kafka_apis import NO_RESPONSE, CloseConnection, Deferred, DelayedFetch
+from .kafka_apis import NO_RESPONSE, CloseConnection
 from .limits import ConnectionCounter, ConnectionLimits
+from .respond import is_parked, respond
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,7 @@ class SocketServer:
         self.limits = limits or ConnectionLimits()
         self.counter = ConnectionCounter(self.limits)
         self.rejects = RejectLog(log)
+        self.env = AsyncioEnv()
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         # Cleared by a cluster broker until it is first unfenced (broker_lifecycle.py): a
@@ -152,14 +156,14 @@ class SocketServer:
             return False
         try:
             result = self.apis.handle(request)
-            if isinstance(result, DelayedFetch | Deferred) or inspect.isawaitable(result):
+            if is_parked(result) or inspect.isawaitable(result):
                 if out:  # earlier responses must not wait for this one
                     writer.write(b"".join(out))
                     out.clear()
-                if isinstance(result, DelayedFetch):
-                    result = await self._await_fetch(result)
-                elif isinstance(result, Deferred):
-                    result = await self._await_deferred(result)
+                if is_parked(result):
+                    answer = self.env.future()
+                    respond(self.env, result, answer.set_result)
+                    result = await answer
                 else:
                     result = await result
         except Exception:
@@ -174,23 +178,3 @@ class SocketServer:
             return False
         out.append(encode_response(request.correlation_id, request.api_key, result))
         return True
-
-    @staticmethod
-    async def _await_deferred(deferred: Deferred) -> Any:
-        """An acks=all produce: ReplicaManager's purgatory resolves it (completion or expiry)."""
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        deferred.add_callback(lambda v: fut.done() or fut.set_result(v))
-        return await fut
-
-    @staticmethod
-    async def _await_fetch(delayed: DelayedFetch) -> Any:
-        """Wait for the fetch purgatory to resolve `ready`, at most max_wait_ms."""
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        delayed.ready.add_callback(lambda _v: fut.done() or fut.set_result(None))
-        try:
-            await asyncio.wait_for(fut, delayed.max_wait_ms / 1000)
-        except TimeoutError:
-            pass
-        finally:
-            delayed.give_up()  # no-op if the purgatory completed it; else it stops watching
-        return delayed.complete(True)

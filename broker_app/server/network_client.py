@@ -45,8 +45,9 @@ class KafkaClient:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def retarget(self, host: str, port: int) -> None:
-        """Point at a new address (a peer re-registered elsewhere); drops the connection."""
+    def retarget(self, address: tuple[str, int]) -> None:
+        """Point at a new (host, port) (a peer re-registered elsewhere); drops the connection."""
+        host, port = address
         if (host, port) != (self.host, self.port):
             self.host, self.port = host, port
             self.close()

@@ -1,8 +1,9 @@
-"""ReplicaFetcherThread / ReplicaFetcherManager: the asyncio edge driving a FetcherSession.
+"""ReplicaFetcherThread / ReplicaFetcherManager: the edge driving a FetcherSession.
 
-One ReplicaFetcherThread (an asyncio task) per leader broker. What to send and how to apply the
-answers is replication/fetcher_session.py and fetcher_round.py (sans I/O, the same code the
-simulator's SimFetcher drives): a round is ListOffsets for partitions out of range,
+One ReplicaFetcherThread (a task of broker_app/env.py's Env: an asyncio task in production, a
+task on the simulator's virtual time in SimBroker — the same code) per leader broker. What to
+send and how to apply the answers is replication/fetcher_session.py and fetcher_round.py
+(sans I/O): a round is ListOffsets for partitions out of range,
 OffsetForLeaderEpoch v4 for partitions "truncating" (kip-101 / kip-279), then one Fetch v15
 for every partition "fetching"; this module only sends them. The leader address is
 `--peer-address ID=HOST:PORT` when given (e.g. a Toxiproxy proxy), else the leader's registered
@@ -20,52 +21,50 @@ the reason, which stops the broker cleanly (server/main.py), as Kafka <= 2.0 exi
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
 from broker_app.aio import cancel_and_wait
+from broker_app.env import AsyncioEnv, Env, Handle
 from broker_app.replication.fetcher import ReplicaFetcherState
 from broker_app.replication.fetcher_pacing import FetchPacer, RoundOutcome
 from broker_app.replication.fetcher_round import FetchRound
 from broker_app.replication.fetcher_session import FetcherSession
 from broker_app.replication.partition import Partition
 from broker_app.replication.replica_manager import ReplicaManager
-from broker_app.server.network_client import ClientError, KafkaClient
+from broker_app.server.network_client import ClientError
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
 
-IDLE_RECHECK_S = 5.0  # a thread with no partitions re-checks this often even if never woken
+IDLE_RECHECK_MS = 5_000  # a thread with no partitions re-checks this often even if never woken
 
 
 class ReplicaFetcherThread:
     def __init__(
         self,
         leader_id: int,
-        address: tuple[str, int],
+        address: object,
         replica_manager: ReplicaManager,
         max_wait_ms: int,
         max_bytes: int,
         backoff_ms: int,
         request_timeout_ms: int,
         on_fatal: Callable[[str], None] = lambda _reason: None,
+        env: Env | None = None,
     ) -> None:
+        self.env: Env = env or AsyncioEnv()
         self.leader_id = leader_id
+        self.address = address
         self.on_fatal = on_fatal
         self.replica_manager = replica_manager
         self.node_id = replica_manager.node_id
         self.max_wait_ms = max_wait_ms
         self.max_bytes = max_bytes
         self.backoff_ms = backoff_ms
-        self.client = KafkaClient(
-            address[0],
-            address[1],
-            f"replica-fetcher-{self.node_id}-from-{leader_id}",
-            request_timeout_ms + max_wait_ms,
-        )
+        self.client = self.env.connect(address, f"replica-fetcher-{self.node_id}-from-{leader_id}",
+                                       request_timeout_ms + max_wait_ms)  # fmt: skip
         self.session = FetcherSession(self.node_id, leader_id, max_wait_ms, max_bytes,
                                       topic_ids=replica_manager.topic_ids,
                                       broker_epoch=lambda: replica_manager.broker_epoch(),
@@ -74,8 +73,8 @@ class ReplicaFetcherThread:
         self.pacer = FetchPacer(backoff_ms)
         self.rounds = 0  # rounds run, for /state-style introspection and tests
         self._clock = replica_manager.clock
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._wake = self.env.event()
+        self._task: Handle | None = None
 
     @property
     def states(self) -> dict[TopicPartition, ReplicaFetcherState]:
@@ -89,32 +88,37 @@ class ReplicaFetcherThread:
     def remove(self, tp: TopicPartition) -> None:
         self.session.remove(tp)
 
+    def retarget(self, address: object) -> None:
+        if address != self.address:
+            self.address = address
+            self.client.retarget(address)
+
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._task = self.env.spawn(self._run())
 
     async def stop(self) -> None:
+        """Production's stop (an asyncio task); a simulated thread ends with its process."""
         if self._task is not None:
-            await cancel_and_wait([self._task])
+            await cancel_and_wait([self._task])  # type: ignore[list-item]
         self.client.close()
 
     async def _run(self) -> None:
         while True:
             if not self.states:
-                await self._sleep_unless_woken(IDLE_RECHECK_S)
+                await self._sleep_unless_woken(IDLE_RECHECK_MS)
                 continue
             delay_ms = self.pacer.delay_ms(self._clock())
             if delay_ms > 0:
-                await self._sleep_unless_woken(delay_ms / 1000)
+                await self._sleep_unless_woken(delay_ms)
                 continue
             outcome = await self.run_round()
             if self.pacer.round_done(outcome, self._clock()) == 0:
-                await asyncio.sleep(0)  # a buffered response never suspended: yield anyway
+                await self.env.sleep(0)  # a buffered response never suspended: yield anyway
 
-    async def _sleep_unless_woken(self, seconds: float) -> None:
+    async def _sleep_unless_woken(self, ms: float) -> None:
         # Nothing awaits between the caller's check and clear(): no wake-up can be lost.
         self._wake.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), seconds)
+        await self.env.wait(self._wake, ms)
 
     async def run_round(self) -> RoundOutcome:
         """One FetchRound (replication/fetcher_round.py: ListOffsets, OffsetForLeaderEpoch,
@@ -147,14 +151,17 @@ class ReplicaFetcherManager:
     def __init__(
         self,
         replica_manager: ReplicaManager,
-        resolve_address: Callable[[int], tuple[str, int] | None],
+        resolve_address: Callable[[int], object | None],
         max_wait_ms: int = 500,
         max_bytes: int = 1 << 20,
         backoff_ms: int = 200,
         request_timeout_ms: int = 30_000,
         on_fatal: Callable[[str], None] = lambda _reason: None,
+        env: Env | None = None,
     ) -> None:
-        """`on_fatal(reason)`: a fetcher found that the broker must stop (KAFKA-3410)."""
+        """`on_fatal(reason)`: a fetcher found that the broker must stop (KAFKA-3410);
+        `resolve_address(node)`: the leader's address for env.connect, None if unknown."""
+        self.env = env
         self.replica_manager = replica_manager
         self.on_fatal = on_fatal
         self.resolve_address = resolve_address
@@ -176,11 +183,12 @@ class ReplicaFetcherManager:
             log.warning("%s: no address known for leader %d; not fetching", partition.name, leader)
             return
         thread = self.threads.get(leader)
-        if thread is not None and (thread.client.host, thread.client.port) != address:
-            thread.client.retarget(*address)
-        if thread is None:
+        if thread is not None:
+            thread.retarget(address)
+        else:
             thread = self.threads[leader] = ReplicaFetcherThread(
-                leader, address, self.replica_manager, *self.settings, on_fatal=self.on_fatal
+                leader, address, self.replica_manager, *self.settings, on_fatal=self.on_fatal,
+                env=self.env,
             )
             thread.start()
         thread.add(partition)

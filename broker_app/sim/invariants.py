@@ -93,9 +93,11 @@ from broker_app.metadata.image import MetadataImage
 from broker_app.replication.behaviour import ReplicationBehaviour
 from broker_app.replication.fetcher import FETCHING
 from broker_app.replication.partition import Partition
+from broker_app.server.replica_fetcher import ReplicaFetcherThread
 
-from .broker import SimBroker, SimFetcher
+from .broker import SimBroker
 from .cluster import SimCluster
+from .env import SimFuture, SimTask
 
 ONE_LEADER_PER_EPOCH = "one-leader-per-epoch"
 LEADER_HW_MONOTONIC = "leader-hw-monotonic"
@@ -203,7 +205,7 @@ class InvariantChecker:
         self._fn: Callable[[], None] | str | None = None  # the event (or label) checked
         self._leaders: dict[Partition, _LeaderView] = {}
         self._epoch_leader: dict[tuple[TopicPartition, int], tuple[int, str]] = {}
-        self._rounds: dict[SimFetcher, int] = {}
+        self._rounds: dict[ReplicaFetcherThread, int] = {}
         # (follower, incarnation, partition) -> [(leader epoch, fetch offset, last epoch), n,
         # virtual ms of the first]
         self._streaks: dict[tuple[int, int, TopicPartition], list[Any]] = {}
@@ -386,7 +388,7 @@ class InvariantChecker:
 
     # followers: no fetch livelock
 
-    def _fetch_round(self, b: SimBroker, f: SimFetcher) -> None:
+    def _fetch_round(self, b: SimBroker, f: ReplicaFetcherThread) -> None:
         """A new fetcher round of `b` from f.leader started: every partition it fetches sends
         its fetch offset now."""
         leader = self._by_id.get(f.leader_id)
@@ -620,6 +622,10 @@ def _describe(fn: Any, args: tuple[Any, ...]) -> str:
     if isinstance(owner, Process) and name == "_run_guarded" and len(args) >= 2:
         inner_args = args[2] if len(args) > 2 else ()
         return f"{owner.name}: {_describe(args[1], tuple(inner_args))}"
+    if isinstance(owner, SimFuture):
+        owner = owner.waiter
+    if isinstance(owner, SimTask):
+        return f"{owner.process.name}: {owner.coro.__qualname__} resumes"
     if isinstance(owner, _Call):
         what = _message_name(owner.message)
         if name == "_arrive":
@@ -648,8 +654,8 @@ def _describe(fn: Any, args: tuple[Any, ...]) -> str:
         return f"{proc.name}: {inner}" if isinstance(proc, Process) else inner
     if owner is not None:
         label = getattr(owner, "name", None)
-        if isinstance(owner, SimFetcher):
-            label = f"{owner.broker.name} fetcher from {owner.leader}"
+        if isinstance(owner, ReplicaFetcherThread):
+            label = f"broker-{owner.node_id} fetcher from broker-{owner.leader_id}"
         return f"{qual}" + (f" ({label})" if label else "")
     return qual
 

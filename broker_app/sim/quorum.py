@@ -18,7 +18,8 @@ Contract:
 - A broker request that writes is answered only when its records are committed
   (PendingResponse), NOT_CONTROLLER if leadership was lost first; a standby answers
   NOT_CONTROLLER at once (the broker then tries the next voter). Metadata fetches are served
-  by every voter up to its high watermark and park at the end (ParkedMetadataFetches).
+  by every voter up to its high watermark and park at the end; both as production's
+  controller/server.py answers them (controller/respond.py).
 - A RaftFatalError (two leaders in an epoch, a truncation below the high watermark) halts the
   voter as Kafka's fatal fault handler halts the process (production: quorum_main.halt): it
   is killed (its page cache kept) and the halt is recorded in `exits`, which the run check
@@ -37,15 +38,17 @@ from pathlib import Path
 from typing import Any
 
 from broker_app.controller.config import ControllerConfig
-from broker_app.controller.controller_apis import ControllerApis, DelayedMetadataFetch
+from broker_app.controller.controller_apis import ControllerApis
 from broker_app.controller.quorum_controller import QuorumController
 from broker_app.controller.raft_controller import RaftQuorumController
+from broker_app.controller.respond import TIMED_OUT, ParkedMetadataFetches, answer_request
 from broker_app.protocol.codec import Request
 from broker_app.raft import KafkaRaftClient, RaftConfig, RaftFatalError
 from broker_app.raft.file_log import FileQuorumStateStore, FileReplicatedLog
 from broker_app.raft.messages import Envelope
 from broker_app.storage.fs import MemoryFileSystem
 
+from .env import SimEnv
 from .events import EventLoop, Process, Timer
 from .network import Network
 
@@ -59,45 +62,6 @@ CONTROLLER_ID_BASE = 3000
 def controller_name(node_id: int) -> str:
     """The node name of the controller with Raft node id `node_id`."""
     return f"controller-{node_id - CONTROLLER_ID_BASE}"
-
-
-class ParkedMetadataFetches:
-    """Broker metadata fetches parked at a simulated controller (DelayedMetadataFetch): each
-    answers when `wake()` finds data for it, or with what it has once max_wait passes on the
-    owning process's timer. """
-
-    def __init__(self, process: Process) -> None:
-        self.process = process
-        self._parked: list[tuple[DelayedMetadataFetch, Callable[[Any], None], Timer]] = []
-
-    def __bool__(self) -> bool:
-        return bool(self._parked)
-
-    def clear(self) -> None:
-        self._parked = []
-
-    def park(self, delayed: DelayedMetadataFetch, reply: Callable[[Any], None]) -> None:
-        entry: list[Any] = []
-
-        def expire() -> None:
-            if entry and entry[0] in self._parked:
-                self._parked.remove(entry[0])
-                reply(delayed.complete(True))
-
-        timer = self.process.call_later(delayed.max_wait_ms, expire)
-        entry.append((delayed, reply, timer))
-        self._parked.append(entry[0])
-
-    def wake(self) -> None:
-        still = []
-        for delayed, reply, timer in self._parked:
-            response = delayed.complete(False)
-            if response is None:
-                still.append((delayed, reply, timer))
-            else:
-                timer.cancel()
-                reply(response)
-        self._parked = still
 
 
 class SimQuorumController:
@@ -124,7 +88,8 @@ class SimQuorumController:
         self.raft: RaftQuorumController | None = None
         self.apis: ControllerApis | None = None
         self._timer: Timer | None = None
-        self._parked = ParkedMetadataFetches(self.process)
+        self.env = SimEnv(loop, net, self.process, self.name)
+        self._parked = ParkedMetadataFetches(self.env)
         self._hw: int | None = None
         self._incarnation = 0
         net.add_node(self.name, self.process, self.handle)
@@ -228,23 +193,16 @@ class SimQuorumController:
 
     def _handle_request(self, src: str, body: Any, reply: Callable[[Any], None]) -> None:
         assert self.apis is not None
-        apis = self.apis
         request = Request(body.__api_key__, body.__version__, 0, src, body)
-        result, pending = apis.handle_pending(request, self.loop.now_ms)
-        if isinstance(result, DelayedMetadataFetch):
-            self._parked.park(result, reply)
-            return
-        if pending is None:
-            reply(result)
-            return
         incarnation = self._incarnation
 
-        def answered(p: Any) -> None:
+        def answer(response: Any) -> None:
             if incarnation != self._incarnation or not self.process.up:
                 return  # died before the commit: the broker's request times out
-            reply(result if p.error is None else apis.refused(request, self.loop.now_ms))
+            if response is not TIMED_OUT:  # production closes the connection: no answer
+                reply(response)
 
-        pending.on_done(answered)
+        answer_request(self.env, self.apis, request, self._parked, answer)
 
     def create_topics(self, topics: list[Any]) -> Any:
         """CreateTopics as an admin client would send it to this (active) controller; the

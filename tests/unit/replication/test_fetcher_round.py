@@ -1,7 +1,7 @@
-"""FetchRound, the fetch round both runtimes drive (production's ReplicaFetcherThread and the
-simulator's SimFetcher): the order of its requests, each built after the previous answer was
-applied; a failed send or a bug ends the round as an error; a follower ahead of its leader
-under "stop" (KAFKA-3410) is `fatal`. The session here records what the round asks of it."""
+"""FetchRound, the fetch round ReplicaFetcherThread drives on both runtimes: the order of its
+requests, each built after the previous answer was applied; a failed send or a bug ends the
+round as an error; a follower ahead of its leader under "stop" (KAFKA-3410) is `fatal`. The
+session here records what the round asks of it."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ class _CloseOnDrain:
 
     async def drain(self) -> None:
         await self._writer.drain()
-        self._client.retarget("127.0.0.1", 1)  # elsewhere: drops the connection
+        self._client.retarget(("127.0.0.1", 1))  # elsewhere: drops the connection
 
     def close(self) -> None:
         self._writer.close()

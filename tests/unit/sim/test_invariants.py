@@ -301,7 +301,7 @@ def test_the_kafka_10706_livelock_is_caught_when_the_fix_is_taken_out(
         return
     v = _only(checker, FETCH_LIVELOCK)
     assert v.enforced
-    assert "SimFetcher._start_round" in v.event, v.event
+    assert "ReplicaFetcherThread._run resumes" in v.event, v.event
     assert "times in a row" in v.message and "the leader reachable" in v.message
     # The state shows why: the follower's newest epoch starts at its log end, and the
     # leader never had that epoch.
