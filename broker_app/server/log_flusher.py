@@ -38,11 +38,17 @@ log = logging.getLogger(__name__)
 
 
 class LogFlusher:
-    def __init__(self, store: LogStore) -> None:
+    def __init__(self, store: LogStore, inline: bool = False) -> None:
+        """inline: run the jobs in the caller instead (the simulator: virtual time has no
+        worker thread to wait for; the same jobs in the same order)."""
         self.store = store
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-flusher")
+        self._executor = None if inline else ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="log-flusher")  # fmt: skip
 
     async def _in_worker(self, fn: Callable[[], object]) -> None:
+        if self._executor is None:
+            fn()
+            return
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, fn)
 
@@ -71,4 +77,5 @@ class LogFlusher:
 
     def close(self) -> None:
         """Wait for the job in progress (shutdown: the logs are flushed inline afterwards)."""
-        self._executor.shutdown(wait=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)

@@ -5,9 +5,10 @@ joins that cluster; without, it first starts a one-voter controller of its own i
 and joins it (combined mode, server/combined.py: Kafka's process.roles=broker,controller). Then
 it opens every log (LogManager recovers after an unclean stop), loads group offsets and the
 producer-id block, listens, and answers clients once the controller first unfenced it, as
-Kafka's KRaft brokers do. ClusterLink registers/heartbeats/applies the metadata log (which
-hosts each partition), ReplicaFetcherManager runs the replica fetchers, a 100 ms timer runs
-ReplicaManager.tick (ISR shrink, acks=all expiry).
+Kafka's KRaft brokers do. The broker's parts and timers are server/broker_server.py's
+BrokerServer, which the simulator builds too: ClusterLink registers/heartbeats/applies the
+metadata log (which hosts each partition), ReplicaFetcherManager runs the replica fetchers, a
+100 ms timer runs ReplicaManager.tick (ISR shrink, acks=all expiry).
 Every 5 s the high watermarks are checkpointed (replica.high.watermark.checkpoint.interval.ms).
 Background fsyncs (HW checkpoint, interval flush, rolled segments) run in LogFlusher's worker
 thread, so a stalled disk slows them but not heartbeats or fetches (server/log_flusher.py).
@@ -46,11 +47,9 @@ from broker_app.server.liveness import LoopLag, ShutdownGuard, run_lag_monitor
 
 log = logging.getLogger("broker_app.server")
 
-HW_CHECKPOINT_INTERVAL_S = 5.0
 # tasks, connections, fetchers; then the logs are flushed regardless. With the controlled
 # shutdown's wait (broker_lifecycle.CONTROLLED_SHUTDOWN_MS) within liveness.HARD_EXIT_S.
 CLEAN_STOP_S = 4.0
-ROLL_FLUSH_CHECK_S = 1.0  # other policies: how often rolled segments are flushed (off the loop)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -141,46 +140,11 @@ def run(args: argparse.Namespace) -> int:
 
 def build_broker(config: BrokerConfig):  # -> (KafkaApis, LogManager)
     """The broker's parts over its data dir, joined to `config.controller` (combined mode
-    sets it to this process's own controller: server/combined.py)."""
-    if not config.clustered:
-        raise ValueError("a broker needs a controller: --controller, or combined mode")
-    from broker_app.clock import BrokerClock
-    from broker_app.coordinator.producer_ids import ProducerIdManager
-    from broker_app.replication.replica_manager import ReplicaManager
-    from broker_app.server.cluster_link import ClusterLink
-    from broker_app.server.group_apis import GroupApis
-    from broker_app.server.kafka_apis import KafkaApis
-    from broker_app.storage.log import LogConfig
-    from broker_app.storage.log_manager import LogManager
+    sets it to this process's own controller: server/combined.py), not started."""
+    from broker_app.server.broker_server import BrokerServer
 
-    config.data_dir.mkdir(parents=True, exist_ok=True)
-    clock = BrokerClock()  # the one seam the `clock` nemesis skews (admin POST /clock)
-    log_manager = LogManager.open(
-        config.data_dir,
-        LogConfig(
-            segment_bytes=config.segment_bytes,
-            max_batch_bytes=config.max_message_bytes,
-            flush_every_batch=config.flush_every_batch or config.flush == "every-batch",
-            defer_roll_flush=True,  # server/log_flusher.py runs it off the event loop
-        ),
-        wall_clock_ms=clock.wall_ms,
-    )
-    replica_manager = ReplicaManager(
-        config.node_id, log_manager, config.behaviour, config.replica_lag_time_max_ms,
-        clock=clock.monotonic_ms,
-        retention_check_interval_ms=config.log_retention_check_interval_ms,
-    )  # fmt: skip
-    replica_manager.replica_selector = config.replica_selector
-    replica_manager.local_rack = config.broker_rack
-    cluster = ClusterLink(config, replica_manager)
-    apis = KafkaApis(
-        config,
-        replica_manager,
-        GroupApis(config, replica_manager, cluster, clock),
-        ProducerIdManager(config.data_dir, config.node_id),
-        cluster=cluster,
-    )
-    return apis, log_manager
+    broker = BrokerServer(config)
+    return broker.apis, broker.log_manager
 
 
 async def serve(config: BrokerConfig) -> int:
@@ -208,13 +172,16 @@ async def serve(config: BrokerConfig) -> int:
 
 
 async def _serve_broker(config: BrokerConfig) -> int:
+    from broker_app.server.broker_server import BrokerServer
     from broker_app.server.limits import ConnectionLimits, default_max_connections
-    from broker_app.server.log_flusher import LogFlusher
     from broker_app.server.network import SocketServer
-    from broker_app.server.replica_fetcher import ReplicaFetcherManager
 
-    apis, log_manager = build_broker(config)
-    flusher = LogFlusher(log_manager)
+    stop = asyncio.Event()
+    fatal: list[int] = []  # a replica fetcher asked to stop the broker (exit code 1)
+    # Kafka <= 2.0 exits when log truncation is not allowed (KAFKA-3410): the same clean
+    # shutdown as SIGTERM, with exit code 1.
+    broker = BrokerServer(config, on_fatal=lambda _reason: (fatal.append(1), stop.set()))
+    apis, log_manager, link, flusher = broker.apis, broker.log_manager, broker.link, broker.flusher
     limits = ConnectionLimits(
         max_connections=config.max_connections or default_max_connections(),
         max_connections_per_ip=config.max_connections_per_ip,
@@ -223,10 +190,8 @@ async def _serve_broker(config: BrokerConfig) -> int:
     server = SocketServer(apis, config.host, config.port, config.max_frame_bytes, limits)
     # Kafka opens the client listener once the broker is unfenced (BrokerServer.startup):
     # until then connections are accepted and wait (ClusterLink sets `serving`).
-    server.serving = apis.cluster.serving
+    server.serving = link.serving
     await server.start()
-    stop = asyncio.Event()
-    fatal: list[int] = []  # a replica fetcher asked to stop the broker (exit code 1)
     # signal.signal handlers (not loop.add_signal_handler) run even if the loop is hogged; a
     # watchdog exits hard if the clean shutdown overruns (broker_app/server/liveness.py).
     guard = ShutdownGuard(asyncio.get_running_loop(), stop)
@@ -236,76 +201,25 @@ async def _serve_broker(config: BrokerConfig) -> int:
         flush=True,
     )
     log.info("broker %d started, data dir %s", config.node_id, config.data_dir)
-
-    async def checkpoint_loop() -> None:
-        while True:
-            await asyncio.sleep(HW_CHECKPOINT_INTERVAL_S)
-            try:
-                await flusher.checkpoint_high_watermarks()
-            except Exception:
-                log.exception("high watermark checkpoint failed")
-
-    rm = apis.replica_manager
-    link = apis.cluster
+    rm = broker.replica_manager
     lag = LoopLag()
-    tasks = [asyncio.create_task(checkpoint_loop()), asyncio.create_task(run_lag_monitor(lag))]
-
-    def resolve(node: int) -> tuple[str, int] | None:
-        if node in config.peer_addresses:
-            return config.peer_addresses[node]
-        reg = link.image.brokers.get(node)
-        return None if reg is None else (reg.host, reg.port)
-
-    fetchers = ReplicaFetcherManager(
-        rm,
-        resolve,
-        config.replica_fetch_wait_max_ms,
-        config.replica_fetch_max_bytes,
-        config.replica_fetch_backoff_ms,
-        config.request_timeout_ms,
-        # Kafka <= 2.0 exits when log truncation is not allowed (KAFKA-3410): the same
-        # clean shutdown as SIGTERM, with exit code 1.
-        on_fatal=lambda _reason: (fatal.append(1), stop.set()),
-    )
-    link.start()
-
-    async def tick_loop() -> None:
-        while True:
-            await asyncio.sleep(0.1)
-            try:
-                rm.tick()
-            except Exception:
-                log.exception("replica manager tick failed")
-            try:
-                apis.groups.tick()  # group coordinator: leadership, loading, session timers
-            except Exception:
-                log.exception("group coordinator tick failed")
-
-    tasks.append(asyncio.create_task(tick_loop()))
-    every_interval = config.flush == "interval"
-    flush_period_s = config.flush_interval_ms / 1000 if every_interval else ROLL_FLUSH_CHECK_S
-
-    async def flush_loop() -> None:
-        # Interval policy: flush everything; otherwise only the segments rolled meanwhile.
-        while True:
-            await asyncio.sleep(flush_period_s)
-            try:
-                await flusher.flush_logs(all_logs=every_interval)
-            except Exception:
-                log.exception("log flush failed")
-
-    tasks.append(asyncio.create_task(flush_loop()))
+    tasks = [asyncio.create_task(run_lag_monitor(lag))]
+    broker.start()  # the replica fetchers, the cluster link, the broker's timers
+    tasks += broker.tasks
     admin = None
     if config.admin_port is not None:
         from broker_app.admin.server import AdminServer, broker_state
 
-        clock = apis.groups.clock
+        clock = broker.clock
         admin = AdminServer(
             config.host, config.admin_port,
             lambda: broker_state(config.node_id, rm, link, lag, clock), clock,
         )  # fmt: skip
         await admin.start()
         print(f"highwater broker {config.node_id} admin on {config.host}:{admin.port}", flush=True)
+    fetchers = broker.fetchers
+    assert fetchers is not None
+
     async def stop_everything() -> None:
         await cancel_and_wait(tasks)
         if admin is not None:

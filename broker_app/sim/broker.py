@@ -1,30 +1,30 @@
-"""SimBroker: one broker of the simulator, built from the production classes.
+"""SimBroker: one broker of the simulator: production's BrokerServer on virtual time.
 
 What is the broker's own code and what is the simulator's edge:
-- own code: ReplicaManager (Partition, purgatories, AlterPartitionManager) over the
-  production LogManager, Log and LogSegment on a per-broker simulated disk (storage/fs.py's
+- own code: server/broker_server.py's BrokerServer, built as production builds it —
+  ReplicaManager (Partition, purgatories, AlterPartitionManager) over the production
+  LogManager, Log and LogSegment, here on a per-broker simulated disk (storage/fs.py's
   MemoryFileSystem: the containers' page-cache rule, unsynced writes lost on a power loss),
-  KafkaApis answering every request exactly as in production, and production's edge loops
-  written once against broker_app/env.py's Env and run here on sim/env.py's SimEnv:
-  ClusterLink (server/cluster_link.py: registration, heartbeats and controlled shutdown by
-  BrokerLifecycle, the metadata long-poll by MetadataFetcher, AlterPartition sends as
-  AlterPartitionManager schedules them), ReplicaFetcherManager and its threads
-  (server/replica_fetcher.py), and server/respond.py for answers the purgatories park;
-- the edge (this module): wiring, production's timers as process timers (ReplicaManager.tick
-  every 100 ms, HW checkpoint every 5 s, the interval flush), and the listener: a request
-  that arrives before the broker is first unfenced waits (ClusterLink.serving), as in a
-  listen backlog.
+  KafkaApis answering every request, ClusterLink (registration, heartbeats and controlled
+  shutdown by BrokerLifecycle, the metadata long-poll, AlterPartition sends), the replica
+  fetcher threads, server/respond.py for answers the purgatories park, and the broker's
+  timers (ticks, HW checkpoints, flushes) — all written once against broker_app/env.py's Env
+  and run here on sim/env.py's SimEnv;
+- the edge (this module): the broker's disk and process (start, SIGTERM, SIGKILL), and the
+  listener: requests arrive as entities from sim/network.py (never encoded), and one that
+  arrives before the broker is first unfenced waits (ClusterLink.serving), as in a listen
+  backlog.
 `stop()` is SIGTERM (ClusterLink.controlled_shutdown, then flush, checkpoints, clean-shutdown
 marker); `kill()` is SIGKILL (the page cache survives: nothing lost); `fs.power_loss()`
 afterwards is the power loss. A stopped broker's page cache is written out once it is down, as
 the containers' FUSE layer does.
-Not modelled: the group coordinator's timers (groups are not part of sim workloads), disk
-stalls, the interval flush policy's background thread timing (flushes run inline), one request
-at a time per connection (see sim/env.py).
+Not modelled: disk stalls, the flusher's worker thread (its jobs run inline, in the same
+order), one request at a time per connection (see sim/env.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import uuid
@@ -41,14 +41,12 @@ from broker_app.metadata.image import MetadataImage
 from broker_app.protocol.apis import advertised_apis
 from broker_app.protocol.codec import Request
 from broker_app.replication.replica_manager import ReplicaManager
+from broker_app.server.broker_server import BrokerServer
 from broker_app.server.cluster_link import ClusterLink
-from broker_app.server.group_apis import GroupApis
 from broker_app.server.kafka_apis import NO_RESPONSE, CloseConnection, KafkaApis
 from broker_app.server.replica_fetcher import ReplicaFetcherManager, ReplicaFetcherThread
 from broker_app.server.respond import is_parked, respond
 from broker_app.storage.fs import MemoryFileSystem
-from broker_app.storage.log import LogConfig
-from broker_app.storage.log_manager import LogManager
 
 from .env import SimEnv
 from .events import EventLoop, Process
@@ -56,8 +54,6 @@ from .network import Network
 
 log = logging.getLogger(__name__)
 
-TICK_MS = 100  # server/main.py's ReplicaManager.tick timer
-HW_CHECKPOINT_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
 BACKLOG = 1024  # requests held before the first unfence (a listen backlog's worth)
 
 
@@ -131,50 +127,31 @@ class SimBroker:
     # --- process lifecycle -----------------------------------------------------------------
 
     def start(self) -> None:
-        cfg = self.config
+        cfg = dataclasses.replace(self.config, data_dir=self.data_dir)  # on this broker's disk
         self.process.start()
         env = SimEnv(self.loop, self.net, self.process, self.name)
-        store = LogManager.open(
-            self.data_dir,
-            LogConfig(
-                segment_bytes=cfg.segment_bytes,
-                max_batch_bytes=cfg.max_message_bytes,
-                flush_every_batch=cfg.flush_every_batch or cfg.flush == "every-batch",
-            ),
-            wall_clock_ms=self.loop.clock,  # virtual time is the simulated wall clock too
-            fs=self.fs,
-        )
-        self.store = store
-        rm = ReplicaManager(cfg.node_id, store, cfg.behaviour, cfg.replica_lag_time_max_ms,
-                            clock=self.loop.clock)  # fmt: skip
-        # KIP-392 as production sets it (server/main.py): the selector and this broker's rack
-        rm.replica_selector = cfg.replica_selector
-        rm.local_rack = cfg.broker_rack
-        self.replica_manager = rm
         incarnation = uuid.UUID(int=self.loop.rng.getrandbits(128), version=4)
-        link = ClusterLink(cfg, rm, env, controllers=list(self.controllers),
-                           incarnation_id=incarnation)  # fmt: skip
-        self.link = link
-        # Sim producers do not send InitProducerId (they get producer ids from the
-        # simulator): no ProducerIdManager.
-        groups = GroupApis(cfg, rm, link, BrokerClock.of_ms(self.loop.clock, self.loop.clock))
-        self.apis = KafkaApis(cfg, rm, groups, None, cluster=link,  # type: ignore[arg-type]
-                              # seeded from this incarnation's id: no extra draw from the
-                              # loop's stream, so schedules found before keep their timing
-                              rng=random.Random(incarnation.int))
-        self.fetcher_manager = ReplicaFetcherManager(
-            rm, broker_name, cfg.replica_fetch_wait_max_ms, cfg.replica_fetch_max_bytes,
-            cfg.replica_fetch_backoff_ms, cfg.request_timeout_ms,
-            # Kafka <= 2.0 exits (KAFKA-3410), as production's on_fatal
-            on_fatal=self.exit, env=env,
+        server = BrokerServer(
+            cfg, env,
+            # virtual time is the simulated wall clock too
+            BrokerClock.of_ms(self.loop.clock, self.loop.clock),
+            fs=self.fs, inline_disk=True, controllers=list(self.controllers),
+            incarnation_id=incarnation, resolve_address=broker_name,
+            # Sim producers do not send InitProducerId (the simulator gives them ids).
+            producer_ids=False,
+            # seeded from this incarnation's id: no extra draw from the loop's stream
+            rng=random.Random(incarnation.int),
+            on_fatal=self.exit,  # Kafka <= 2.0 exits (KAFKA-3410)
         )  # fmt: skip
+        self.server = server
+        self.store = server.log_manager
+        self.replica_manager = server.replica_manager
+        self.link = server.link
+        self.apis = server.apis
         self._stopping = False
         self._backlog = 0
-        self.process.every(TICK_MS, rm.tick)
-        self.process.every(HW_CHECKPOINT_MS, store.checkpoint_high_watermarks)
-        if cfg.flush == "interval":
-            self.process.every(cfg.flush_interval_ms, store.flush_all)
-        link.start()
+        server.start()
+        self.fetcher_manager = server.fetchers
 
     def kill(self) -> None:
         """SIGKILL: the process is gone; its disk keeps everything written (page cache)."""

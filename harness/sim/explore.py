@@ -70,7 +70,7 @@ class DetectionFloors:
 
     @classmethod
     def of(cls, plan: Plan) -> DetectionFloors:
-        from broker_app.sim.broker import TICK_MS
+        from broker_app.server.broker_server import TICK_MS
         from harness.sim.config import broker_configs, controller_config
 
         brokers = broker_configs(plan.cluster)
