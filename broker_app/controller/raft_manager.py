@@ -1,5 +1,7 @@
-"""RaftManager: the asyncio edge of a controller's Raft quorum (Kafka's KafkaRaftManager with
-its KafkaNetworkChannel), behind `--controller-quorum-voters`.
+"""RaftManager: the edge of a controller's Raft quorum (Kafka's KafkaRaftManager with its
+KafkaNetworkChannel), behind `--controller-quorum-voters`. Written once against
+broker_app/env.py's Env: asyncio in production (quorum_main.py), the simulator's virtual time
+in sim/quorum.py, where the same requests travel as entities over the simulated network.
 
 - One driver task polls the RaftQuorumController when the client's deadline_ms() comes (or
   at once when woken: a request arrived, an operation appended records) and sends what
@@ -28,13 +30,12 @@ per peer beyond Raft's own timers, dynamic voters (KIP-853).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from broker_app.aio import cancel_and_wait
-from broker_app.environment import monotonic_ms
+from broker_app.env import AsyncioEnv, Env, Future, Handle
 from broker_app.protocol.apis import VersionRange
 from broker_app.protocol.codec import Request
 from broker_app.raft import RaftFatalError
@@ -47,7 +48,7 @@ from broker_app.raft.messages import (
     FetchSnapshotResponse,
     Message,
 )
-from broker_app.server.network_client import ClientError, KafkaClient
+from broker_app.server.network_client import ClientError
 
 from .raft_controller import RaftQuorumController
 
@@ -56,7 +57,8 @@ log = logging.getLogger(__name__)
 VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, FETCH_SNAPSHOT, FETCH = 52, 53, 54, 59, 1
 RAFT_FETCH_VERSION = 18
 SHUTDOWN_TIMEOUT_MS = 5000  # Kafka: KafkaRaftClientDriver shuts its client down with 5000 ms
-SHUTDOWN_POLL_S = 0.02
+SHUTDOWN_POLL_MS = 20
+DRIVER_MAX_SLEEP_MS = 1000  # the driver polls at least this often, woken or not
 # The API table a quorum controller listens with (CONTROLLER_APIS plus these); Fetch 13-17
 # are refused at decode time by the handler (brokers fetch metadata with <= 12).
 RAFT_APIS: dict[int, VersionRange] = {
@@ -81,9 +83,12 @@ def _sender_id(body: Message) -> int:
 
 
 class RaftManager:
-    def __init__(self, raft: RaftQuorumController, voters: dict[int, tuple[str, int]],
+    def __init__(self, raft: RaftQuorumController, voters: dict[int, Any],
                  cluster_id: str, on_commit: Callable[[], None],
-                 on_fatal: Callable[[str], None] = lambda _reason: None) -> None:
+                 on_fatal: Callable[[str], None] = lambda _reason: None,
+                 env: Env | None = None) -> None:
+        """voters: each voter's address for env.connect ((host, port) in production)."""
+        self.env: Env = env or AsyncioEnv()
         self.raft = raft
         self.voters = voters
         self.cluster_id = cluster_id
@@ -92,17 +97,18 @@ class RaftManager:
         self.failed: str | None = None  # the fatal error's reason, once there was one
         cfg = raft.client.config
         self._timeout_ms = cfg.request_timeout_ms + cfg.fetch_max_wait_ms
-        self._clients: dict[tuple[int, bool], KafkaClient] = {}
-        self._inbound: dict[int, asyncio.Future[Message]] = {}
+        self._clients: dict[tuple[int, bool], Any] = {}
+        self._inbound: dict[int, Future] = {}
         self._next_inbound = 0
-        self._wake = asyncio.Event()
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._driver: asyncio.Task[None] | None = None
+        self._wake = self.env.event()
+        self._sends: dict[int, Handle] = {}  # outbound requests in flight (stop() cancels)
+        self._send_seq = 0
+        self._driver: Handle | None = None
         self._hw: int | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
-        self._driver = asyncio.create_task(self._drive())
+        self._driver = self.env.spawn(self._drive())
 
     async def stop(self, timeout_ms: int = SHUTDOWN_TIMEOUT_MS) -> None:
         """Shut down gracefully as Kafka's KafkaRaftClient does: the active controller resigns
@@ -110,17 +116,18 @@ class RaftManager:
         driver keeps answering the survivors (their Votes, the new leader's BeginQuorumEpoch)
         until another voter leads or timeout_ms passes (Kafka: 5000, KafkaRaftClientDriver),
         then stops."""
-        self._dispatch(self.raft.shutdown(monotonic_ms()))
+        env = self.env
+        self._dispatch(self.raft.shutdown(env.now_ms()))
         self.wakeup()
-        deadline = monotonic_ms() + timeout_ms
-        while not self.raft.client.shutdown_complete and monotonic_ms() < deadline:
-            await asyncio.sleep(SHUTDOWN_POLL_S)
+        deadline = env.now_ms() + timeout_ms
+        while not self.raft.client.shutdown_complete and env.now_ms() < deadline:
+            await env.sleep(SHUTDOWN_POLL_MS)
         if not self.raft.client.shutdown_complete:
             log.warning("raft: graceful shutdown timed out after %d ms (no new leader)",
                         timeout_ms)
-        await asyncio.sleep(SHUTDOWN_POLL_S)  # let the last answers leave
-        tasks = list(self._tasks) + ([self._driver] if self._driver else [])
-        await cancel_and_wait(tasks)
+        await env.sleep(SHUTDOWN_POLL_MS)  # let the last answers leave
+        tasks = list(self._sends.values()) + ([self._driver] if self._driver else [])
+        await cancel_and_wait(tasks)  # type: ignore[arg-type]  # production: asyncio tasks
         for c in self._clients.values():
             c.close()
 
@@ -129,19 +136,17 @@ class RaftManager:
 
     # -- driver -----------------------------------------------------------------------------
     async def _drive(self) -> None:
+        env = self.env
         while self.failed is None:
             try:
-                self._dispatch(self.raft.poll(monotonic_ms()))
+                self._dispatch(self.raft.poll(env.now_ms()))
             except Exception as e:
                 self._fatal("poll", e)
                 return
             self._after()
-            delay = max(0, self.raft.deadline_ms() - monotonic_ms()) / 1000
+            delay = max(0, self.raft.deadline_ms() - env.now_ms())
             self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), min(delay, 1.0))
-            except TimeoutError:
-                pass
+            await env.wait(self._wake, min(delay, DRIVER_MAX_SLEEP_MS))
 
     def _after(self) -> None:
         hw = self.raft.client.high_watermark
@@ -150,25 +155,31 @@ class RaftManager:
             self.on_commit()
 
     def _dispatch(self, envelopes: list[Envelope]) -> None:
-        for env in envelopes:
-            if type(env.body).__name__.endswith("Response"):
-                fut = self._inbound.pop(env.correlation_id, None)
-                if fut is not None and not fut.done():
-                    fut.set_result(env.body)
+        for envelope in envelopes:
+            if type(envelope.body).__name__.endswith("Response"):
+                fut = self._inbound.pop(envelope.correlation_id, None)
+                if fut is not None:
+                    fut.set_result(envelope.body)
             else:
-                task = asyncio.create_task(self._send(env))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._send_seq += 1
+                key = self._send_seq
+                self._sends[key] = self.env.spawn(self._send(envelope, key))
 
-    def _client(self, peer: int, fetch: bool) -> KafkaClient:
+    def _client(self, peer: int, fetch: bool) -> Any:
         key = (peer, fetch)
         if key not in self._clients:
-            host, port = self.voters[peer]
-            self._clients[key] = KafkaClient(
-                host, port, f"controller-{self.raft.config.node_id}-raft", self._timeout_ms)
+            self._clients[key] = self.env.connect(
+                self.voters[peer], f"controller-{self.raft.config.node_id}-raft",
+                self._timeout_ms)  # fmt: skip
         return self._clients[key]
 
-    async def _send(self, env: Envelope) -> None:
+    async def _send(self, envelope: Envelope, key: int) -> None:
+        try:
+            await self._send_one(envelope)
+        finally:
+            self._sends.pop(key, None)
+
+    async def _send_one(self, env: Envelope) -> None:
         client = self._client(env.dst, isinstance(env.body, FetchRequest))
         try:
             response = await client.send(to_kio(env.body, self.cluster_id))
@@ -180,7 +191,7 @@ class RaftManager:
         if self.failed is not None:
             return
         try:
-            self._dispatch(self.raft.handle(reply, monotonic_ms()))
+            self._dispatch(self.raft.handle(reply, self.env.now_ms()))
         except RaftFatalError as e:
             self._fatal(f"handling {type(body).__name__} from {env.dst}", e)
             return
@@ -221,18 +232,23 @@ class RaftManager:
             raise ValueError(f"raft stopped after a fatal error ({self.failed})")
         self._next_inbound += 1
         corr = self._next_inbound
-        fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        fut = self.env.future()
         self._inbound[corr] = fut
+        timer = self.env.call_later(self._timeout_ms, lambda: fut.set_result(None))
         try:
             try:
                 self._dispatch(self.raft.handle(
-                    Envelope(src, self.raft.config.node_id, corr, body), monotonic_ms()))
+                    Envelope(src, self.raft.config.node_id, corr, body), self.env.now_ms()))
             except RaftFatalError as e:
                 self._fatal(f"handling {type(body).__name__} from {src}", e)
                 raise
             self._after()
             self.wakeup()
-            answer = await asyncio.wait_for(fut, self._timeout_ms / 1000)
+            answer: Message | None = await fut
         finally:
+            timer.cancel()
             self._inbound.pop(corr, None)
+        if answer is None:
+            raise TimeoutError(f"no answer to {type(body).__name__} from {src} "
+                               f"in {self._timeout_ms} ms")
         return to_kio(answer)

@@ -216,6 +216,13 @@ class SimEnv:
     def call_later(self, ms: float, fn: Callable[[], None]) -> Timer:
         return self.process.call_later(int(ms), fn)
 
+    def run_now(self, coro: Coroutine[Any, Any, None]) -> SimTask:
+        """Start `coro` in this event (the simulator's edges, which are already the event a
+        production connection task would run in; not part of the Env)."""
+        task = SimTask(coro, self.process)
+        task.step()
+        return task
+
     def spawn(self, coro: Coroutine[Any, Any, None]) -> SimTask:
         task = SimTask(coro, self.process)
         self.process.call_later(0, task.step)

@@ -1,12 +1,13 @@
 """SimQuorumController: one voter of a simulated KRaft controller quorum (issue 13).
 
-The real sans-I/O parts on virtual time, as `highwater controller --controller-quorum-voters`
-runs them over sockets (quorum_main.py), in the manner of Kafka's RaftEventSimulationTest:
-KafkaRaftClient (votes, the replicated `__cluster_metadata` log) under RaftQuorumController
-(the metadata state machine, active only on the leader, and the operations the real
-ControllerApis calls for the brokers' requests). Raft messages (Envelopes) travel between voters
-over the simulated network one way each (a response is its own message), so cuts, latency,
-kills and pauses of controllers act on them like on any other link.
+What `highwater controller --controller-quorum-voters` runs over sockets (quorum_main.py), on
+virtual time: KafkaRaftClient (votes, the replicated `__cluster_metadata` log) under
+RaftQuorumController (the metadata state machine, active only on the leader, and the
+operations the real ControllerApis calls for the brokers' requests), driven by production's
+RaftManager (controller/raft_manager.py) on this voter's SimEnv: the same driver loop, the
+same Raft requests (kio entities, request and response, two channels per peer) over the
+simulated network, so cuts, latency, kills and pauses of controllers act on them like on any
+other link; and controller/server.py's timer (RaftQuorumController.tick).
 
 Contract:
 - Durability: the production FileReplicatedLog and FileQuorumStateStore, on this voter's own
@@ -20,10 +21,11 @@ Contract:
   NOT_CONTROLLER at once (the broker then tries the next voter). Metadata fetches are served
   by every voter up to its high watermark and park at the end; both as production's
   controller/server.py answers them (controller/respond.py).
-- A RaftFatalError (two leaders in an epoch, a truncation below the high watermark) halts the
-  voter as Kafka's fatal fault handler halts the process (production: quorum_main.halt): it
-  is killed (its page cache kept) and the halt is recorded in `exits`, which the run check
-  `unexpected-exits` reports. Any other error propagates and aborts the simulation.
+- A fatal Raft error (RaftManager.on_fatal: a RaftFatalError — two leaders in an epoch, a
+  truncation below the high watermark — or any error of a poll) halts the voter as Kafka's
+  fatal fault handler halts the process (production: quorum_main.halt): it is killed (its
+  page cache kept) and the halt is recorded in `exits`, which the run check
+  `unexpected-exits` reports.
 - `applied` keeps every committed metadata record this voter's state machine applied, over
   all incarnations: what the end-of-run check compares across voters
   (harness/checker/metadata_check.committed_log_divergence).
@@ -41,18 +43,18 @@ from broker_app.controller.config import ControllerConfig
 from broker_app.controller.controller_apis import ControllerApis
 from broker_app.controller.quorum_controller import QuorumController
 from broker_app.controller.raft_controller import RaftQuorumController
+from broker_app.controller.raft_manager import RaftManager, is_raft_request
 from broker_app.controller.respond import TIMED_OUT, ParkedMetadataFetches, answer_request
 from broker_app.protocol.codec import Request
 from broker_app.raft import KafkaRaftClient, RaftConfig, RaftFatalError
 from broker_app.raft.file_log import FileQuorumStateStore, FileReplicatedLog
-from broker_app.raft.messages import Envelope
 from broker_app.storage.fs import MemoryFileSystem
 
+from .broker import ConnectionClosed
 from .env import SimEnv
-from .events import EventLoop, Process, Timer
+from .events import EventLoop, Process
 from .network import Network
 
-RAFT_MESSAGE_TIMEOUT_MS = 60_000  # one-way Raft messages: never answered through the rpc
 # Plans number controllers 1..N (node names controller-N); their Raft/KRaft node ids are
 # CONTROLLER_ID_BASE + N, apart from the brokers' ids as in Kafka (node ids are unique across
 # a cluster: a controller refuses a broker registering with its own id).
@@ -87,10 +89,9 @@ class SimQuorumController:
         self.exits: list[str] = []
         self.raft: RaftQuorumController | None = None
         self.apis: ControllerApis | None = None
-        self._timer: Timer | None = None
+        self.manager: RaftManager | None = None
         self.env = SimEnv(loop, net, self.process, self.name)
         self._parked = ParkedMetadataFetches(self.env)
-        self._hw: int | None = None
         self._incarnation = 0
         net.add_node(self.name, self.process, self.handle)
 
@@ -115,49 +116,30 @@ class SimQuorumController:
                                  random.Random(seed), self.loop.now_ms)
         self.raft = RaftQuorumController(self.config, client, self._new_topic_id)
         self.raft.commit_listener = self.applied.extend
-        self.raft.on_write = self._wake
         self.apis = ControllerApis(self.raft, (self.name, 9093))
         self._parked.clear()
-        self._hw, self._timer = None, None
-        self.process.every(self.tick_interval_ms, self._tick)
-        self._poll()
+        # production's RaftManager on this voter's Env: the same driver, the same requests
+        self.manager = RaftManager(
+            self.raft, {v: controller_name(v) for v in self.voters}, self.config.cluster_id,
+            on_commit=self._parked.wake, on_fatal=self.halt, env=self.env)  # fmt: skip
+        self.raft.on_write = self.manager.wakeup  # appended records: flush, replicate now
+        self.manager.start()
+        self.env.spawn(self._tick_loop(self.raft))
+
+    async def _tick_loop(self, raft: RaftQuorumController) -> None:
+        """controller/server.py's timer: RaftQuorumController.tick every tick_interval_ms."""
+        while True:
+            raft.tick(self.env.now_ms())
+            await self.env.sleep(self.tick_interval_ms)
 
     def kill(self) -> None:
         """SIGKILL: the process is gone; its disk keeps everything written (page cache)."""
         self.process.kill()
-        self.raft = self.apis = None
+        self.raft = self.apis = self.manager = None
         self._parked.clear()
-        self._timer = None
 
     def _new_topic_id(self) -> uuid.UUID:
         return uuid.UUID(int=self.loop.rng.getrandbits(128), version=4)
-
-    # -- driving the Raft client ------------------------------------------------------------
-    def _drive(self, out: list[Envelope]) -> None:
-        """Send what the client produced, wake parked fetches if the HW moved, and set the
-        timer for the client's next deadline."""
-        for env in out:
-            self.net.rpc(self.name, controller_name(env.dst), env, None, None,
-                         RAFT_MESSAGE_TIMEOUT_MS)
-        assert self.raft is not None
-        hw = self.raft.client.high_watermark
-        if hw != self._hw:
-            self._hw = hw
-            self._parked.wake()
-        if self._timer is not None:
-            self._timer.cancel()
-        delay = max(self.raft.deadline_ms() - self.loop.now_ms, 0)
-        self._timer = self.process.call_later(delay, self._poll)
-
-    def _poll(self) -> None:
-        self._timer = None
-        if self.raft is not None:
-            try:
-                out = self.raft.poll(self.loop.now_ms)
-            except RaftFatalError as e:
-                self.halt(str(e))
-                return
-            self._drive(out)
 
     def halt(self, reason: str) -> None:
         """A fatal Raft error: the process halts (SIGKILL's effect: its page cache survives)."""
@@ -165,35 +147,15 @@ class SimQuorumController:
         self.net.reset_node(self.name)
         self.kill()
 
-    def _wake(self) -> None:
-        """Records were appended (an operation wrote): flush and replicate them now."""
-        if self.raft is not None:
-            self._drive([])
-
-    def _tick(self) -> None:
-        if self.raft is not None:
-            self.raft.tick(self.loop.now_ms)
-            # A write that bypassed the operations (the harness appending directly) moved the
-            # client's deadline: re-arm the timer on it.
-            self._drive([])
-
     # -- the network handler ----------------------------------------------------------------
     def handle(self, src: str, body: Any, reply: Callable[[Any], None]) -> None:
-        if self.raft is None:
+        if self.raft is None or self.manager is None:
             return
-        if isinstance(body, Envelope):
-            try:
-                out = self.raft.handle(body, self.loop.now_ms)
-            except RaftFatalError as e:
-                self.halt(str(e))
-                return
-            self._drive(out)
-            return
-        self._handle_request(src, body, reply)
-
-    def _handle_request(self, src: str, body: Any, reply: Callable[[Any], None]) -> None:
-        assert self.apis is not None
         request = Request(body.__api_key__, body.__version__, 0, src, body)
+        if is_raft_request(request):
+            # the connection task reads it at once, as production's does
+            self.env.run_now(self._answer_raft(self.manager, request, reply))
+            return
         incarnation = self._incarnation
 
         def answer(response: Any) -> None:
@@ -202,7 +164,18 @@ class SimQuorumController:
             if response is not TIMED_OUT:  # production closes the connection: no answer
                 reply(response)
 
+        assert self.apis is not None
         answer_request(self.env, self.apis, request, self._parked, answer)
+
+    async def _answer_raft(self, manager: RaftManager, request: Request,
+                           reply: Callable[[Any], None]) -> None:  # fmt: skip
+        try:
+            response = await manager.handle_request(request)
+        except (ValueError, TypeError, TimeoutError, RaftFatalError) as e:
+            # production closes the connection (controller/server.py)
+            reply(ConnectionClosed(f"{type(e).__name__}: {e}"))
+            return
+        reply(response)
 
     def create_topics(self, topics: list[Any]) -> Any:
         """CreateTopics as an admin client would send it to this (active) controller; the

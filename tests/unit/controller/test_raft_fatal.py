@@ -45,7 +45,8 @@ def test_a_simulated_voter_halts_and_the_run_reports_it() -> None:
     ctl = cluster.controllers["controller-1"]
     assert ctl.raft is not None and cluster.unexpected_exits() == []
     ctl.raft.poll = _failing_poll  # type: ignore[method-assign]
-    ctl.process.call_later(0, ctl._poll)  # its next poll comes at once
+    assert ctl.manager is not None
+    ctl.manager.wakeup()  # its driver polls at once
     cluster.loop.run_until(cluster.loop.now_ms + 10)
     assert not ctl.process.up and ctl.raft is None
     [line] = cluster.unexpected_exits()
