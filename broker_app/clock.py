@@ -34,15 +34,23 @@ class BrokerClock:
         self._offset_ms = 0
         self._strobe_period_ms = 0
         self._since_ms = 0  # real monotonic ms when the skew began (strobe phase)
+        self._fixed = False  # of_ms: never skewed
 
     @classmethod
     def of_ms(cls, now_ms: Callable[[], int], wall_ms: Callable[[], int]) -> BrokerClock:
-        """A clock on millisecond sources (the simulator's virtual time), read exactly."""
+        """A clock on millisecond sources (the simulator's virtual time), read exactly and
+        never skewed: its readers get the sources themselves (the simulator reads this clock
+        for every record and timer), so skew() refuses (the `clock` action is not
+        simulated: the simulated brokers share the virtual clock)."""
         clock = cls()
         clock._now_ms, clock._wall_ms = now_ms, wall_ms
+        clock.monotonic_ms, clock.wall_ms = now_ms, wall_ms  # type: ignore[method-assign]
+        clock._fixed = True
         return clock
 
     def skew(self, offset_ms: int, strobe_period_ms: int = 0) -> None:
+        if self._fixed:
+            raise ValueError("a clock on fixed sources (BrokerClock.of_ms) is never skewed")
         if strobe_period_ms < 0:
             raise ValueError(f"strobe period {strobe_period_ms} ms must be >= 0")
         self._offset_ms = int(offset_ms)

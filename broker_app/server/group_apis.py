@@ -110,8 +110,9 @@ class GroupApis:
 
     def sync_leadership(self, now: int) -> None:
         coord = self.coordinator
+        hosted = self.replica_manager.partitions  # every 100 ms: a dict read, not a call
         for p in range(coord.config.num_partitions):
-            part = self.replica_manager.get_partition(OFFSETS_TOPIC, p)
+            part = hosted.get((OFFSETS_TOPIC, p))
             epoch = part.leader_epoch if part is not None and part.is_leader else None
             if epoch is None:
                 if p in self._led:

@@ -92,6 +92,9 @@ class SimBroker:
         self.link: ClusterLink | None = None
         self.apis: KafkaApis | None = None
         self.fetcher_manager: ReplicaFetcherManager | None = None
+        #: the replica fetcher threads by leader id (the invariant checker follows their
+        #: rounds after every event: a plain attribute, read a million times a run)
+        self.fetchers: dict[int, ReplicaFetcherThread] = {}
         self._stopping = False  # SIGTERMed: in the controlled shutdown
         self._backlog = 0  # requests waiting for the first unfence
         self._after_stop: list[Callable[[], None]] = []
@@ -113,10 +116,6 @@ class SimBroker:
     def image(self) -> MetadataImage:
         return self.loader.image
 
-    @property
-    def fetchers(self) -> dict[int, ReplicaFetcherThread]:
-        """The replica fetcher threads by leader id (the invariant checker follows rounds)."""
-        return {} if self.fetcher_manager is None else self.fetcher_manager.threads
 
     def advertised_versions(self) -> dict[int, int]:
         """The highest version of each API its ApiVersions answers (KafkaApis uses the same
@@ -152,10 +151,13 @@ class SimBroker:
         self._backlog = 0
         server.start()
         self.fetcher_manager = server.fetchers
+        assert server.fetchers is not None
+        self.fetchers = server.fetchers.threads
 
     def kill(self) -> None:
         """SIGKILL: the process is gone; its disk keeps everything written (page cache)."""
         self.process.kill()
+        self.fetchers = {}
         self.replica_manager = None
         self.apis = None
         self._stopping = False

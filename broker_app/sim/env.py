@@ -118,8 +118,15 @@ class SimTask:
         waiting_on.add_done_callback(self._wake)
 
     def _wake(self, fut: SimFuture) -> None:
-        # The process's guard: a dead incarnation never runs again, a paused one queues.
-        self.process._run_guarded(self.gen, self.step, (fut,))
+        # Process._run_guarded's rule, inlined (once per await): a dead incarnation never
+        # runs again, a paused one queues.
+        p = self.process
+        if p.generation != self.gen or not p.up:
+            return
+        if p.paused:
+            p._deferred.append((self.gen, self.step, (fut,)))
+            return
+        self.step(fut)
 
 
 class SimEvent:

@@ -136,3 +136,14 @@ def test_plan_validates_clock_steps_with_file_and_line(tmp_path: Path) -> None:
                                        "    ms: 100000000\n"))
     with pytest.raises(PlanError, match=r"p\.yaml:18: faults\[0\]\.ms: must be <= "):
         load_plan(path)
+
+
+def test_a_clock_on_fixed_sources_reads_them_and_refuses_a_skew() -> None:
+    """The simulator's clock (BrokerClock.of_ms): its readers get the virtual time itself,
+    so a skew could not reach them; it is refused rather than half applied."""
+    now = [5]
+    clock = BrokerClock.of_ms(lambda: now[0], lambda: now[0] + 2)
+    now[0] = 9
+    assert (clock.monotonic_ms(), clock.wall_ms()) == (9, 11)
+    with pytest.raises(ValueError, match="never skewed"):
+        clock.skew(1_000)
