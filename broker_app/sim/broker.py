@@ -44,7 +44,7 @@ from broker_app.replication.replica_manager import ReplicaManager
 from broker_app.server.broker_server import BrokerServer
 from broker_app.server.cluster_link import ClusterLink
 from broker_app.server.kafka_apis import NO_RESPONSE, CloseConnection, KafkaApis
-from broker_app.server.replica_fetcher import ReplicaFetcherManager, ReplicaFetcherThread
+from broker_app.server.replica_fetcher import ReplicaFetcherThread
 from broker_app.server.respond import is_parked, respond
 from broker_app.storage.fs import MemoryFileSystem
 
@@ -91,7 +91,6 @@ class SimBroker:
         self.replica_manager: ReplicaManager | None = None
         self.link: ClusterLink | None = None
         self.apis: KafkaApis | None = None
-        self.fetcher_manager: ReplicaFetcherManager | None = None
         #: the replica fetcher threads by leader id (the invariant checker follows their
         #: rounds after every event: a plain attribute, read a million times a run)
         self.fetchers: dict[int, ReplicaFetcherThread] = {}
@@ -150,7 +149,6 @@ class SimBroker:
         self._stopping = False
         self._backlog = 0
         server.start()
-        self.fetcher_manager = server.fetchers
         assert server.fetchers is not None
         self.fetchers = server.fetchers.threads
 
