@@ -37,8 +37,10 @@ run: venv images
 	$(BIN)/highwater run chaos_plans/smoke.yaml
 
 ## make test: every test suite (unit, integration, docker, scenarios)
+# Two xdist workers: one runs the container, broker-process and Spark tests one at a time, the
+# other the in-process tests beside them (tests/conftest.py says which are which).
 test: venv lint images
-	$(BIN)/pytest -q -ra --durations=40
+	$(BIN)/pytest -q -ra --durations=40 -n 2
 
 test-unit: venv
 	$(BIN)/pytest -q -ra tests/unit
