@@ -52,6 +52,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"beside another container or Spark test ({len(stray)} such test(s))")
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of xdist's: `pytest -p no:xdist` still runs
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """Whatever `--dist` says (but `each`), the serial unit plus one unit per module."""
     if config.getvalue("dist") == "each":
